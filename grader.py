@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Grade a kata: `python grader.py NAME` (see `python grader.py --help`)."""
+
+import sys
+
+if sys.version_info < (3, 11):
+    sys.exit(f"grader: Python 3.11 or newer is needed (this is {sys.version.split()[0]}); "
+             "`uv run grader.py ...` picks one for you")
+
+from grading.cli import main  # noqa: E402 - the version check must come first
+
+if __name__ == "__main__":
+    sys.exit(main())

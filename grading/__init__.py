@@ -1,0 +1,1 @@
+"""The grader: `python grader.py NAME` grades a submission of exercise NAME."""

@@ -1,0 +1,215 @@
+"""The pytest plugin loaded in the grading child process.
+
+The sandbox copies this file beside the submission under another name and loads it with `-p`;
+it imports nothing but the standard library, pytest and (lazily) hypothesis.
+
+It reads its configuration as JSON from standard input at import, before any test module (and
+so the submission) is imported: the channel file to report to, a per-run token that marks every
+record as its own, and which checks to run. It then reports, one JSON line per event:
+
+    {"ev": "check", ...}      collect mode: one per check, with its name, points and category
+    {"ev": "collected", ...}  the ids of the checks about to run
+    {"ev": "collect_error"}   a test file that could not be imported (e.g. the submission's
+                              syntax error), with the message
+    {"ev": "start", "id"}     a check begins
+    {"ev": "result", ...}     a check ends: status, message, hypothesis's falsifying example
+    {"ev": "done"}            the session finished
+
+A check passes only when its own call ran to the end: a hook wrapper around the test function
+records that, so a submission that stops tests from running cannot turn them into passes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+CATEGORIES = ("correctness", "edge_cases", "bad_input", "concurrency", "performance")
+_TIMEOUT_RE = re.compile(r"Timeout \(>[0-9.]+s\) from pytest-timeout")
+_MESSAGE_CHARS = 2000
+
+
+def _read_config() -> dict[str, Any]:
+    chunks = []
+    while chunk := os.read(0, 65536):
+        chunks.append(chunk)
+    data = b"".join(chunks)
+    return json.loads(data) if data else {}
+
+
+_CONFIG = _read_config()
+_TOKEN: str = _CONFIG.get("token", "")
+_FD = -1
+if _CONFIG.get("channel"):
+    _raw = os.open(_CONFIG["channel"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # Out of the way of code that scribbles on low file descriptors.
+    _FD = fcntl.fcntl(_raw, fcntl.F_DUPFD_CLOEXEC, 300)
+    os.close(_raw)
+
+_completed: set[str] = set()
+_failures: dict[str, tuple[str, str]] = {}
+_reports: dict[str, list[pytest.TestReport]] = {}
+
+
+def _emit(record: dict[str, Any]) -> None:
+    record["token"] = _TOKEN
+    line = b"\n" + json.dumps(record).encode() + b"\n"
+    try:
+        os.write(_FD, line)
+    except OSError:
+        pass  # the channel is gone: the parent fails every check that did not report
+
+
+def check_id(item: pytest.Item) -> str:
+    """`visible::test_x` or `hidden::test_x[param]`: stable across runs and submissions."""
+    return f"{_visibility(item)}::{item.name}"
+
+
+def _visibility(item: pytest.Item) -> str:
+    return "hidden" if item.path.stem.endswith("_hidden") else "visible"
+
+
+def _metadata(item: pytest.Item) -> dict[str, Any]:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    lines = [line.strip() for line in doc.strip().splitlines()]
+    name = lines[0] if lines and lines[0] else item.name.removeprefix("test_").replace("_", " ")
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        name = f"{name} [{callspec.id}]"
+    points_marker = item.get_closest_marker("points")
+    category_marker = item.get_closest_marker("category")
+    timeout_marker = item.get_closest_marker("timeout")
+    points = points_marker.args[0] if points_marker else 1
+    category = category_marker.args[0] if category_marker else "correctness"
+    timeout = timeout_marker.args[0] if timeout_marker else _CONFIG.get("timeout", 10)
+    return {
+        "id": check_id(item),
+        "name": name,
+        "visibility": _visibility(item),
+        "category": category,
+        "points": points,
+        "timeout": timeout,
+    }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
+    config.addinivalue_line("markers", f"category(name): one of {', '.join(CATEGORIES)}")
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "grading",
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile("grading")
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        _emit({"ev": "collect_error", "file": report.nodeid,
+               "message": _cut(str(report.longrepr))})
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _CONFIG.get("mode") == "collect":
+        for item in items:
+            _emit({"ev": "check", **_metadata(item)})
+    skip = set(_CONFIG.get("skip", ()))
+    only = _CONFIG.get("only")
+    keep, drop = [], []
+    for item in items:
+        cid = check_id(item)
+        wanted = cid not in skip and (only is None or cid in only)
+        (keep if wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+    _emit({"ev": "collected", "ids": [check_id(item) for item in keep]})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+    result = yield  # raises if the test raised: then the check is not completed
+    _completed.add(pyfuncitem.nodeid)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.excinfo is not None and item.nodeid not in _failures:
+        exc = call.excinfo.value
+        notes = "\n".join(str(n) for n in getattr(exc, "__notes__", ()))
+        text = str(exc)
+        message = f"{call.excinfo.typename}: {text}" if text else call.excinfo.typename
+        _failures[item.nodeid] = (message, notes)
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _reports.setdefault(report.nodeid, []).append(report)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    cid = check_id(item)
+    _emit({"ev": "start", "id": cid})
+    started = time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        status, message, falsifying = _outcome(item)
+        _emit({"ev": "result", "id": cid, "status": status, "message": message,
+               "falsifying": falsifying, "duration": round(time.perf_counter() - started, 4)})
+
+
+def _outcome(item: pytest.Item) -> tuple[str, str, str]:
+    reports = _reports.pop(item.nodeid, [])
+    exconly, notes = _failures.pop(item.nodeid, ("", ""))
+    falsifying = _falsifying(notes)
+    for report in reports:
+        if report.failed:
+            message = _cut(exconly or report.longreprtext)
+            if _TIMEOUT_RE.search(message):
+                return "timeout", message, falsifying
+            status = "failed" if report.when == "call" else "error"
+            return status, message, falsifying
+        if report.skipped:
+            return "failed", f"skipped: {_cut(str(report.longrepr))}", ""
+    if item.nodeid not in _completed:
+        return "failed", "the test did not run to completion", ""
+    _completed.discard(item.nodeid)
+    return "passed", "", ""
+
+
+def _falsifying(notes: str) -> str:
+    """Hypothesis's notes: the falsifying (or failing explicit) example and its explanation."""
+    return _cut(notes.strip())
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + " ..."
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _emit({"ev": "done", "exitstatus": int(exitstatus)})
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # Threads the submission left running must not keep the process alive.
+    os._exit(0)

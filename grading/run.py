@@ -1,0 +1,109 @@
+"""Grade submissions of exercises and print the report: the `grader.py NAME` flow."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grading import catalog, cli, report, sandbox, state
+
+_MYPY_LIMIT = 180.0  # seconds; a cold cache over fastapi's stubs takes a while
+
+
+def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> int:
+    limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout)
+    progress = report.ProgressLine()
+    grades: list[report.Grade] = []
+    try:
+        for exercise in exercises:
+            paths = cli.submissions(exercise, args)
+            try:
+                checks = _select(sandbox.collect(exercise, limits), args.check, exercise)
+            except sandbox.GradingError as exc:
+                raise cli.UsageError(str(exc)) from None
+            for path in paths:
+                grades.append(_grade_one(exercise, path, checks, limits, args, progress))
+                if path == exercise.stub and not args.check:
+                    state.record(grades[-1])
+    finally:
+        progress.clear()
+    _write(grades, args)
+    return 0 if all(g.passed for g in grades) else 1
+
+
+def _select(checks: list[sandbox.Check], wanted: list[str] | None,
+            exercise: catalog.Exercise) -> list[sandbox.Check]:
+    if not wanted:
+        return checks
+    chosen = []
+    for name in wanted:
+        hits = [c for c in checks
+                if name in (c.id, c.id.split("::", 1)[1], c.id.split("::", 1)[1].split("[")[0])]
+        if not hits:
+            raise cli.UsageError(f"{exercise.name} has no check {name!r}")
+        chosen.extend(c for c in hits if c not in chosen)
+    return chosen
+
+
+def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[sandbox.Check],
+               limits: sandbox.Limits, args: argparse.Namespace,
+               progress: report.ProgressLine) -> report.Grade:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="grader-mypy-") as tmp:
+        mypy = None if args.no_mypy else _start_mypy(exercise, path, Path(tmp))
+        results = sandbox.grade(
+            exercise, path, checks, limits,
+            lambda done, total, name: progress(done, total, f"{exercise.name}: {name}"))
+        line = _finish_mypy(mypy) if mypy is not None else ""
+    return report.Grade(exercise.name, _display(path), results, time.monotonic() - started, line)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(catalog.ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _start_mypy(exercise: catalog.Exercise, path: Path, tmp: Path) -> subprocess.Popen[str]:
+    target = tmp / f"{exercise.name}.py"
+    shutil.copyfile(path, target)
+    cache = catalog.ROOT / ".grader" / "mypy-cache"
+    return subprocess.Popen(
+        [sys.executable, "-m", "mypy", "--strict", "--no-color-output", "--no-error-summary",
+         "--cache-dir", str(cache), target.name],
+        cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+
+
+def _finish_mypy(proc: subprocess.Popen[str]) -> str:
+    try:
+        out, _ = proc.communicate(timeout=_MYPY_LIMIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return f"did not finish within {_MYPY_LIMIT:g} s"
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    if proc.returncode == 0:
+        return "clean"
+    if not errors:
+        return f"mypy failed: {out.strip().splitlines()[-1] if out.strip() else proc.returncode}"
+    plural = "s" if len(errors) > 1 else ""
+    return f"{len(errors)} error{plural}, first: {errors[0]}"
+
+
+def _write(grades: list[report.Grade], args: argparse.Namespace) -> None:
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as out:
+                report.render(grades, args.format, out, verbose=args.verbose)
+        except OSError as exc:
+            raise cli.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+        return
+    report.render(grades, args.format, sys.stdout, color=report.use_color(sys.stdout),
+                  verbose=args.verbose)

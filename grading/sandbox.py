@@ -1,0 +1,328 @@
+"""Run pytest on one submission in a child process and turn what it reports into results.
+
+Each child gets a fresh work directory holding the submission (as `NAME.py`) and the two test
+files, runs in its own session under resource limits, and reports over a channel file (see
+`plugin.py`). A watchdog here enforces each check's time limit and the run's wall limit. A check
+that never reports (the child crashed, hung, or exited) is failed with the reason, and a new
+child resumes the run without the checks already recorded, so one bad check costs only its own
+points. The check list itself (names, points) always comes from collecting the trusted stub,
+never from the submission's run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grading.catalog import Exercise
+
+_PLUGIN = "_kata_grading_plugin"
+_PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
+_GRACE = 5.0  # seconds past a check's own timeout before the watchdog kills the child
+_COLLECT_LIMIT = 60.0  # seconds allowed for importing the submission and collecting
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one graded run."""
+
+    wall: float = 240.0  # seconds for the whole run, resumes included
+    memory: int = 4 << 30  # bytes of address space
+    file_size: int = 64 << 20  # bytes any one file (captured output included) may grow to
+    open_files: int = 512
+    timeout: float = 10.0  # default per-check limit; `@pytest.mark.timeout(s)` overrides
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check as collected from the trusted stub."""
+
+    id: str
+    name: str
+    visibility: str
+    category: str
+    points: float
+    timeout: float
+
+
+@dataclass
+class Result:
+    check: Check
+    status: str = "pending"  # passed | failed | error | timeout | crashed
+    message: str = ""
+    falsifying: str = ""
+    duration: float = 0.0
+
+    @property
+    def earned(self) -> float:
+        return self.check.points if self.status == "passed" else 0.0
+
+
+@dataclass
+class _Child:
+    """What one child run reported."""
+
+    collected: list[str] | None = None
+    collect_errors: list[str] = field(default_factory=list)
+    current: str | None = None
+    started_at: float = 0.0
+    done: bool = False
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+class GradingError(Exception):
+    """The grader could not grade at all (e.g. the exercise's own test files do not collect)."""
+
+
+Progress = Callable[[int, int, str], None]
+
+
+def collect(exercise: Exercise, limits: Limits = Limits()) -> list[Check]:
+    """The checks of an exercise, collected with its stub (trusted code)."""
+    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+        child = _run_child(Path(tmp), 0, exercise, exercise.stub, {"mode": "collect"}, limits,
+                           time.monotonic() + _COLLECT_LIMIT, {}, None)
+    if child.collect_errors or not child.checks:
+        detail = child.collect_errors[0] if child.collect_errors else "no checks were collected"
+        raise GradingError(f"cannot collect the checks of {exercise.name}: {detail}")
+    return [
+        Check(c["id"], c["name"], c["visibility"], c["category"], float(c["points"]),
+              float(c["timeout"]))
+        for c in child.checks
+    ]
+
+
+def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
+          limits: Limits = Limits(), progress: Progress | None = None) -> list[Result]:
+    """Run every check against `submission`; every check gets a final status."""
+    results = {c.id: Result(c) for c in checks}
+    deadline = time.monotonic() + limits.wall
+    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+        for attempt in range(len(results) + 1):
+            pending = [r for r in results.values() if r.status == "pending"]
+            if not pending:
+                break
+            if time.monotonic() >= deadline:
+                _fail(pending, "timeout", f"the run exceeded its wall limit of {limits.wall:g} s")
+                break
+            config = {"mode": "run", "only": [r.check.id for r in pending]}
+            before = len(pending)
+            _run_child(Path(tmp), attempt, exercise, submission, config, limits, deadline,
+                       results, progress)
+            if sum(r.status == "pending" for r in results.values()) == before:
+                break  # no progress: a new child would do the same
+        _fail([r for r in results.values() if r.status == "pending"], "crashed",
+              "the check never reported a result")
+    return list(results.values())
+
+
+def _fail(results: Iterable[Result], status: str, message: str) -> None:
+    for result in results:
+        if result.status == "pending":
+            result.status, result.message = status, message
+
+
+def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
+               config: dict[str, Any], limits: Limits, deadline: float,
+               results: dict[str, Result], progress: Progress | None) -> _Child:
+    lib = tmp / "lib"
+    if not lib.exists():
+        lib.mkdir()
+        shutil.copyfile(Path(__file__).with_name("plugin.py"), lib / f"{_PLUGIN}.py")
+        shutil.copyfile(Path(__file__).with_name("_boot.py"), lib / "_boot.py")
+        (lib / "pytest.ini").write_text(
+            "[pytest]\n"
+            f"timeout = {limits.timeout:g}\n"
+            "timeout_method = signal\n"
+            "python_files = test_*.py\n"
+        )
+    work = tmp / f"work-{attempt}"  # fresh each time: nothing the last child wrote survives
+    work.mkdir()
+    _lay_out(work, exercise, submission)
+    channel = tmp / f"channel-{attempt}.jsonl"
+    channel.touch()
+    output = tmp / f"output-{attempt}.txt"
+    token = secrets.token_hex(16)
+    config = {**config, "token": token, "channel": str(channel), "timeout": limits.timeout}
+    rlimits = {"memory": limits.memory, "file_size": limits.file_size,
+               "open_files": limits.open_files, "cpu": int(max(1, deadline - time.monotonic())) + 5}
+    argv = [sys.executable, str(lib / "_boot.py"), json.dumps(rlimits), "-m", "pytest",
+            "-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
+            "-p", "no:cacheprovider", "-q", "--no-header", "-rN",
+            f"test_{exercise.name}.py", f"test_{exercise.name}_hidden.py"]
+    if config["mode"] == "collect":
+        argv.append("--collect-only")
+    with output.open("wb") as out:
+        proc = subprocess.Popen(argv, cwd=work, env=_child_env(lib, tmp), stdin=subprocess.PIPE,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(json.dumps(config).encode())
+        proc.stdin.close()
+    except OSError:
+        pass  # the child is already gone; its exit is handled below
+    child = _Child()
+    reader = _ChannelReader(channel, token)
+    started = time.monotonic()
+    killed_for = ""
+    while True:
+        exited = proc.poll() is not None
+        for record in reader.records():
+            _apply(child, record, results, progress)
+        if exited:
+            break
+        now = time.monotonic()
+        if now >= deadline:
+            killed_for = f"the run exceeded its wall limit of {limits.wall:g} s"
+        elif child.collected is None and now - started > _COLLECT_LIMIT:
+            killed_for = f"importing the submission took over {_COLLECT_LIMIT:g} s"
+        elif child.current is not None:
+            limit = results[child.current].check.timeout if child.current in results else 0
+            if limit and now - child.started_at > limit + _GRACE:
+                killed_for = f"the check ran past its {limit:g} s limit and did not stop"
+        elif child.done and now - child.started_at > _GRACE:
+            killed_for = "done"  # finished, but something keeps the process alive
+        if killed_for:
+            break
+        time.sleep(0.02)
+    _kill(proc)
+    for record in reader.records():
+        _apply(child, record, results, progress)
+    reader.close()
+    if killed_for and killed_for != "done":
+        _settle(child, results, "timeout", killed_for)
+    elif not child.done:
+        _settle(child, results, "crashed", _exit_reason(proc.returncode, output))
+    elif child.collect_errors and child.collected is not None:
+        missing = [results[i] for i in config.get("only", ()) if i not in child.collected]
+        _fail(missing, "error", "the check could not be collected: " + child.collect_errors[0])
+    return child
+
+
+def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
+    for extra in exercise.data_files:
+        shutil.copyfile(extra, work / extra.name)
+    shutil.copyfile(submission, work / f"{exercise.name}.py")
+    shutil.copyfile(exercise.visible_tests, work / f"test_{exercise.name}.py")
+    shutil.copyfile(exercise.hidden_tests, work / f"test_{exercise.name}_hidden.py")
+
+
+def _child_env(lib: Path, tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "PYTHON", "HYPOTHESIS", "COV_"))}
+    env.update(PYTHONPATH=str(lib), PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1",
+               TMPDIR=str(tmp), NO_COLOR="1")
+    return env
+
+
+def _apply(child: _Child, record: dict[str, Any], results: dict[str, Result],
+           progress: Progress | None) -> None:
+    ev = record.get("ev")
+    if ev == "check":
+        child.checks.append(record)
+    elif ev == "collected":
+        child.collected = [str(i) for i in record.get("ids", [])]
+    elif ev == "collect_error":
+        child.collect_errors.append(str(record.get("message", "")))
+    elif ev == "start":
+        child.current, child.started_at = str(record.get("id")), time.monotonic()
+        if progress is not None and child.current in results:
+            done = sum(r.status != "pending" for r in results.values())
+            progress(done, len(results), results[child.current].check.name)
+    elif ev == "result":
+        cid = str(record.get("id"))
+        child.current = None
+        result = results.get(cid)
+        if result is not None and result.status == "pending":
+            result.status = str(record.get("status", "failed"))
+            if result.status not in ("passed", "failed", "error", "timeout"):
+                result.status = "failed"
+            result.message = str(record.get("message", ""))
+            result.falsifying = str(record.get("falsifying", ""))
+            result.duration = float(record.get("duration", 0.0))
+    elif ev == "done":
+        child.done, child.current, child.started_at = True, None, time.monotonic()
+
+
+def _settle(child: _Child, results: dict[str, Result], status: str, reason: str) -> None:
+    """The child stopped without finishing: blame the check in progress, or all if none ran."""
+    if child.current is not None and child.current in results:
+        _fail([results[child.current]], status, reason)
+    elif child.collected is None:
+        where = "while importing the submission"
+        _fail(results.values(), status, f"{reason} ({where})")
+
+
+def _exit_reason(code: int | None, output: Path) -> str:
+    if code is not None and code < 0:
+        try:
+            what = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            what = f"killed by signal {-code}"
+        if -code == signal.SIGXFSZ:
+            what += " (output or a file exceeded the size limit)"
+        elif -code == signal.SIGXCPU:
+            what += " (CPU time limit)"
+    else:
+        what = f"the process exited with status {code} (sys.exit, os._exit or a crash)"
+    tail = _tail(output)
+    return f"{what}: {tail}" if tail else what
+
+
+def _tail(output: Path, lines: int = 3) -> str:
+    try:
+        with output.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 1000))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    # pytest's progress characters are noise here; what the process printed last is not.
+    kept = [_PROGRESS.sub("", line).strip() for line in text.splitlines()]
+    kept = [line for line in kept if line]
+    return " | ".join(kept[-lines:])
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+class _ChannelReader:
+    """Tails the channel file; yields only whole records carrying this run's token."""
+
+    def __init__(self, path: Path, token: str) -> None:
+        self._file = path.open("rb")
+        self._token = token
+        self._partial = b""
+
+    def records(self) -> list[dict[str, Any]]:
+        data = self._partial + self._file.read()
+        *lines, self._partial = data.split(b"\n")
+        out = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # garbage written to the channel by the submission
+            if isinstance(record, dict) and record.get("token") == self._token:
+                out.append(record)
+        return out
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,48 @@
+"""Last scores for this checkout, kept in `.grader/state.json` (ignored by git).
+
+Only grading an exercise's own stub (the file a candidate edits) records a score.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from grading import catalog
+
+if TYPE_CHECKING:
+    from grading.report import Grade
+
+STATE = catalog.ROOT / ".grader" / "state.json"
+
+
+def _load() -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(STATE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def record(grade: Grade) -> None:
+    data = _load()
+    data[grade.exercise] = {"score": grade.score, "max_score": grade.max_score,
+                            "when": time.strftime("%Y-%m-%d %H:%M")}
+    try:
+        STATE.parent.mkdir(exist_ok=True)
+        STATE.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    except OSError:
+        pass  # a read-only checkout still grades; it just does not remember
+
+
+def last_scores() -> dict[str, str]:
+    """Exercise name -> "E/P (when)" for every exercise graded before."""
+    out = {}
+    for name, entry in _load().items():
+        try:
+            score, top = float(entry["score"]), float(entry["max_score"])  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError):
+            continue
+        out[name] = f"{score:g}/{top:g} ({entry.get('when', '?')})"
+    return out

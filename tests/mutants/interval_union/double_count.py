@@ -1,0 +1,132 @@
+"""Coverage counts intervals, not GPUs: one GPU's overlapping intervals count twice.
+
+Caught by: test_a_gpu_counts_once_however_its_intervals_overlap
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+Interval = tuple[float, float]
+
+__all__ = ["Interval", "all_busy", "busy_time", "coverage", "merge"]
+
+
+def _checked(intervals: Iterable[Interval], gpu: str | None) -> list[Interval]:
+    """The non-empty intervals of ``intervals``, read once; raise on the first bad one.
+
+    Validation runs before empty intervals are dropped, so ``(inf, inf)`` raises too.
+    """
+    where = "" if gpu is None else f" on GPU {gpu!r}"
+    kept: list[Interval] = []
+    for item in intervals:
+        try:
+            start, end = item
+        except (TypeError, ValueError):
+            raise TypeError(f"interval must be a (start, end) pair, got {item!r}{where}") from None
+        for bound in (start, end):
+            if isinstance(bound, bool) or not isinstance(bound, int | float):
+                raise TypeError(f"interval bounds must be numbers, got {item!r}{where}")
+        if not (math.isfinite(start) and math.isfinite(end)):
+            raise ValueError(f"interval bounds must be finite, got {item!r}{where}")
+        if start > end:
+            raise ValueError(f"interval start must be <= end, got {item!r}{where}")
+        if start < end:
+            kept.append((start, end))
+    return kept
+
+
+def _merged(intervals: Iterable[Interval], gpu: str | None) -> list[Interval]:
+    out: list[Interval] = []
+    for start, end in sorted(_checked(intervals, gpu)):
+        # Sorted by start, so only the last output interval can meet this one.
+        # `<=`: touching half-open intervals leave no gap between them, so they join.
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """The union of ``intervals`` as sorted, disjoint, non-touching, non-empty intervals.
+
+    Raises:
+        ValueError: an interval has ``start > end`` or a NaN or infinite bound.
+        TypeError: an item is not a pair of numbers.
+
+    >>> merge([(3, 5), (0, 1), (1, 2), (4, 4)])
+    [(0, 2), (3, 5)]
+    """
+    return _merged(intervals, None)
+
+
+def busy_time(intervals: Iterable[Interval]) -> float:
+    """The total length of the union of ``intervals``.
+
+    Raises:
+        ValueError, TypeError: as ``merge``.
+
+    >>> busy_time([(0, 2), (1, 3), (5, 6)])
+    4.0
+    """
+    return math.fsum(end - start for start, end in merge(intervals))
+
+
+def coverage(busy: Mapping[str, Iterable[Interval]], at_least: int) -> list[Interval]:
+    """The times when at least ``at_least`` distinct GPUs are busy, merged as in ``merge``.
+
+    ``busy`` maps each GPU to its busy intervals; a GPU counts once however many of its own
+    intervals overlap, and a GPU listed with no intervals still counts towards ``len(busy)``.
+
+    Raises:
+        ValueError: ``at_least < 1``, or a bad interval (the message names the GPU).
+        TypeError: an item is not a pair of numbers.
+
+    >>> coverage({"a": [(0, 4)], "b": [(2, 6)], "c": [(3, 5), (4, 8)]}, 2)
+    [(2, 6)]
+    """
+    if at_least < 1:
+        raise ValueError(f"at_least must be >= 1, got {at_least!r}")
+    # One GPU's own intervals are merged first: afterwards they are disjoint, so each GPU
+    # adds at most one to the running count (no double count of self-overlaps).
+    events: list[tuple[float, int]] = []
+    for gpu, intervals in busy.items():
+        for start, end in _checked(intervals, gpu):
+            events += ((start, 1), (end, -1))
+    # At equal times -1 sorts before +1: a GPU whose interval ends at t is idle at t.
+    events.sort()
+    # Invariants: `count` is the number of GPUs busy just after the events seen so far;
+    # a span is open (since `opened`) exactly while count >= at_least; `out` is sorted,
+    # disjoint and non-touching.
+    out: list[Interval] = []
+    count = 0
+    opened = 0.0
+    for time, step in events:
+        count += step
+        if step == 1 and count == at_least:
+            opened = time
+        elif step == -1 and count == at_least - 1:
+            if out and out[-1][1] == opened:  # closed and reopened at one instant: join
+                out[-1] = (out[-1][0], time)
+            else:
+                out.append((opened, time))
+    return out
+
+
+def all_busy(busy: Mapping[str, Iterable[Interval]]) -> list[Interval]:
+    """The times when every GPU in ``busy`` is busy: ``coverage(busy, len(busy))``.
+
+    An empty mapping gives ``[]``; so does any GPU listed with no intervals.
+
+    Raises:
+        ValueError, TypeError: as ``coverage``.
+
+    >>> all_busy({"a": [(0, 4)], "b": [(2, 6)]})
+    [(2, 4)]
+    """
+    if not busy:
+        return []
+    return coverage(busy, len(busy))

@@ -1,0 +1,122 @@
+"""coverage asks every GPU about every elementary segment: quadratic time.
+
+The answers are right, but 8x the intervals costs ~64x the time.
+
+Caught by: test_coverage_time_grows_like_n_log_n
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
+
+Interval = tuple[float, float]
+
+__all__ = ["Interval", "all_busy", "busy_time", "coverage", "merge"]
+
+
+def _checked(intervals: Iterable[Interval], gpu: str | None) -> list[Interval]:
+    """The non-empty intervals of ``intervals``, read once; raise on the first bad one.
+
+    Validation runs before empty intervals are dropped, so ``(inf, inf)`` raises too.
+    """
+    where = "" if gpu is None else f" on GPU {gpu!r}"
+    kept: list[Interval] = []
+    for item in intervals:
+        try:
+            start, end = item
+        except (TypeError, ValueError):
+            raise TypeError(f"interval must be a (start, end) pair, got {item!r}{where}") from None
+        for bound in (start, end):
+            if isinstance(bound, bool) or not isinstance(bound, int | float):
+                raise TypeError(f"interval bounds must be numbers, got {item!r}{where}")
+        if not (math.isfinite(start) and math.isfinite(end)):
+            raise ValueError(f"interval bounds must be finite, got {item!r}{where}")
+        if start > end:
+            raise ValueError(f"interval start must be <= end, got {item!r}{where}")
+        if start < end:
+            kept.append((start, end))
+    return kept
+
+
+def _merged(intervals: Iterable[Interval], gpu: str | None) -> list[Interval]:
+    out: list[Interval] = []
+    for start, end in sorted(_checked(intervals, gpu)):
+        # Sorted by start, so only the last output interval can meet this one.
+        # `<=`: touching half-open intervals leave no gap between them, so they join.
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """The union of ``intervals`` as sorted, disjoint, non-touching, non-empty intervals.
+
+    Raises:
+        ValueError: an interval has ``start > end`` or a NaN or infinite bound.
+        TypeError: an item is not a pair of numbers.
+
+    >>> merge([(3, 5), (0, 1), (1, 2), (4, 4)])
+    [(0, 2), (3, 5)]
+    """
+    return _merged(intervals, None)
+
+
+def busy_time(intervals: Iterable[Interval]) -> float:
+    """The total length of the union of ``intervals``.
+
+    Raises:
+        ValueError, TypeError: as ``merge``.
+
+    >>> busy_time([(0, 2), (1, 3), (5, 6)])
+    4.0
+    """
+    return math.fsum(end - start for start, end in merge(intervals))
+
+
+def coverage(busy: Mapping[str, Iterable[Interval]], at_least: int) -> list[Interval]:
+    """The times when at least ``at_least`` distinct GPUs are busy, merged as in ``merge``.
+
+    ``busy`` maps each GPU to its busy intervals; a GPU counts once however many of its own
+    intervals overlap, and a GPU listed with no intervals still counts towards ``len(busy)``.
+
+    Raises:
+        ValueError: ``at_least < 1``, or a bad interval (the message names the GPU).
+        TypeError: an item is not a pair of numbers.
+
+    >>> coverage({"a": [(0, 4)], "b": [(2, 6)], "c": [(3, 5), (4, 8)]}, 2)
+    [(2, 6)]
+    """
+    if at_least < 1:
+        raise ValueError(f"at_least must be >= 1, got {at_least!r}")
+    per_gpu = [_merged(intervals, gpu) for gpu, intervals in busy.items()]
+    points = sorted({time for merged in per_gpu for interval in merged for time in interval})
+    out: list[Interval] = []
+    for lo, hi in pairwise(points):
+        count = sum(any(start <= lo < end for start, end in merged) for merged in per_gpu)
+        if count >= at_least:
+            if out and out[-1][1] == lo:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+    return out
+
+
+def all_busy(busy: Mapping[str, Iterable[Interval]]) -> list[Interval]:
+    """The times when every GPU in ``busy`` is busy: ``coverage(busy, len(busy))``.
+
+    An empty mapping gives ``[]``; so does any GPU listed with no intervals.
+
+    Raises:
+        ValueError, TypeError: as ``coverage``.
+
+    >>> all_busy({"a": [(0, 4)], "b": [(2, 6)]})
+    [(2, 4)]
+    """
+    if not busy:
+        return []
+    return coverage(busy, len(busy))
