@@ -133,14 +133,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.target == "hint":
         from grading.hints import hint
         if len(args.names) != 1:
-            raise UsageError("hint takes one exercise name, e.g. `python grader.py hint token_bucket`")
-        return hint(_find(args.names[0]), sys.stdout)
+            raise UsageError("hint takes one exercise name: `python grader.py hint token_bucket`")
+        hint(_find(args.names[0]), sys.stdout)
+        return 0
     if args.target == "bundle":
-        from grading.bundle import bundle
+        from grading.bundle import BundleError, bundle
         if not args.names or not args.output:
             raise UsageError("bundle takes exercise names and --output DIR_OR_ZIP")
         exercises = [_find(name) for name in args.names]
-        bundle(exercises, Path(args.output))
+        try:
+            bundle(exercises, Path(args.output))
+        except BundleError as exc:
+            raise UsageError(str(exc)) from None
         print(f"wrote {args.output}: {', '.join(e.name for e in exercises)}", file=sys.stderr)
         return 0
     _reject_extra(args)

@@ -168,7 +168,8 @@ def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool) -> None:
             for line in detail[:limit]:
                 out.write(f"          {line[:160]}\n")
             if len(detail) > limit:
-                out.write(f"          ... ({len(detail) - limit} more lines; --verbose shows all)\n")
+                more = len(detail) - limit
+                out.write(f"          ... ({more} more lines; --verbose shows all)\n")
     if grade.mypy:
         out.write(f"  mypy --strict (unscored): {grade.mypy}\n")
     counts = Counter(r.status for r in grade.results)

@@ -40,7 +40,7 @@ def _select(checks: list[sandbox.Check], wanted: list[str] | None,
             exercise: catalog.Exercise) -> list[sandbox.Check]:
     if not wanted:
         return checks
-    chosen = []
+    chosen: list[sandbox.Check] = []
     for name in wanted:
         hits = [c for c in checks
                 if name in (c.id, c.id.split("::", 1)[1], c.id.split("::", 1)[1].split("[")[0])]

@@ -11,6 +11,7 @@ never from the submission's run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -138,27 +139,17 @@ def _fail(results: Iterable[Result], status: str, message: str) -> None:
 def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                config: dict[str, Any], limits: Limits, deadline: float,
                results: dict[str, Result], progress: Progress | None) -> _Child:
-    lib = tmp / "lib"
-    if not lib.exists():
-        lib.mkdir()
-        shutil.copyfile(Path(__file__).with_name("plugin.py"), lib / f"{_PLUGIN}.py")
-        shutil.copyfile(Path(__file__).with_name("_boot.py"), lib / "_boot.py")
-        (lib / "pytest.ini").write_text(
-            "[pytest]\n"
-            f"timeout = {limits.timeout:g}\n"
-            "timeout_method = signal\n"
-            "python_files = test_*.py\n"
-        )
+    """One child process: start it, watch it, and settle what it left unreported."""
+    lib = _library(tmp, limits)
     work = tmp / f"work-{attempt}"  # fresh each time: nothing the last child wrote survives
     work.mkdir()
     _lay_out(work, exercise, submission)
-    channel = tmp / f"channel-{attempt}.jsonl"
+    channel, output = tmp / f"channel-{attempt}.jsonl", tmp / f"output-{attempt}.txt"
     channel.touch()
-    output = tmp / f"output-{attempt}.txt"
     token = secrets.token_hex(16)
-    config = {**config, "token": token, "channel": str(channel), "timeout": limits.timeout}
     rlimits = {"memory": limits.memory, "file_size": limits.file_size,
-               "open_files": limits.open_files, "cpu": int(max(1, deadline - time.monotonic())) + 5}
+               "open_files": limits.open_files,
+               "cpu": int(max(1, deadline - time.monotonic())) + 5}
     argv = [sys.executable, str(lib / "_boot.py"), json.dumps(rlimits), "-m", "pytest",
             "-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
             "-p", "no:cacheprovider", "-q", "--no-header", "-rN",
@@ -169,40 +160,20 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         proc = subprocess.Popen(argv, cwd=work, env=_child_env(lib, tmp), stdin=subprocess.PIPE,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     assert proc.stdin is not None
-    try:
-        proc.stdin.write(json.dumps(config).encode())
+    with contextlib.suppress(OSError):  # a child already gone is handled below
+        proc.stdin.write(json.dumps({**config, "token": token, "channel": str(channel),
+                                     "timeout": limits.timeout}).encode())
         proc.stdin.close()
-    except OSError:
-        pass  # the child is already gone; its exit is handled below
     child = _Child()
     reader = _ChannelReader(channel, token)
-    started = time.monotonic()
-    killed_for = ""
-    while True:
-        exited = proc.poll() is not None
+    try:
+        killed_for = _watch(proc, reader, child, results, progress, limits, deadline)
+    finally:
+        _kill(proc)
         for record in reader.records():
             _apply(child, record, results, progress)
-        if exited:
-            break
-        now = time.monotonic()
-        if now >= deadline:
-            killed_for = f"the run exceeded its wall limit of {limits.wall:g} s"
-        elif child.collected is None and now - started > _COLLECT_LIMIT:
-            killed_for = f"importing the submission took over {_COLLECT_LIMIT:g} s"
-        elif child.current is not None:
-            limit = results[child.current].check.timeout if child.current in results else 0
-            if limit and now - child.started_at > limit + _GRACE:
-                killed_for = f"the check ran past its {limit:g} s limit and did not stop"
-        elif child.done and now - child.started_at > _GRACE:
-            killed_for = "done"  # finished, but something keeps the process alive
-        if killed_for:
-            break
-        time.sleep(0.02)
-    _kill(proc)
-    for record in reader.records():
-        _apply(child, record, results, progress)
-    reader.close()
-    if killed_for and killed_for != "done":
+        reader.close()
+    if killed_for:
         _settle(child, results, "timeout", killed_for)
     elif not child.done:
         _settle(child, results, "crashed", _exit_reason(proc.returncode, output))
@@ -210,6 +181,44 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         missing = [results[i] for i in config.get("only", ()) if i not in child.collected]
         _fail(missing, "error", "the check could not be collected: " + child.collect_errors[0])
     return child
+
+
+def _library(tmp: Path, limits: Limits) -> Path:
+    """The plugin, the boot script and the pytest configuration, shared by a run's children."""
+    lib = tmp / "lib"
+    if not lib.exists():
+        lib.mkdir()
+        shutil.copyfile(Path(__file__).with_name("plugin.py"), lib / f"{_PLUGIN}.py")
+        shutil.copyfile(Path(__file__).with_name("_boot.py"), lib / "_boot.py")
+        (lib / "pytest.ini").write_text(
+            f"[pytest]\ntimeout = {limits.timeout:g}\ntimeout_method = signal\n"
+            "python_files = test_*.py\n")
+    return lib
+
+
+def _watch(proc: subprocess.Popen[bytes], reader: _ChannelReader, child: _Child,
+           results: dict[str, Result], progress: Progress | None, limits: Limits,
+           deadline: float) -> str:
+    """Follow the child until it exits; return why it had to be killed ("" if it was not)."""
+    started = time.monotonic()
+    while True:
+        exited = proc.poll() is not None
+        for record in reader.records():
+            _apply(child, record, results, progress)
+        if exited:
+            return ""
+        now = time.monotonic()
+        if now >= deadline:
+            return f"the run exceeded its wall limit of {limits.wall:g} s"
+        if child.collected is None and now - started > _COLLECT_LIMIT:
+            return f"importing the submission took over {_COLLECT_LIMIT:g} s"
+        if child.current is not None and child.current in results:
+            limit = results[child.current].check.timeout
+            if now - child.started_at > limit + _GRACE:
+                return f"the check ran past its {limit:g} s limit and did not stop"
+        if child.done and now - child.started_at > _GRACE:
+            return ""  # finished, but a thread it left keeps the process alive
+        time.sleep(0.02)
 
 
 def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
@@ -236,7 +245,7 @@ def _apply(child: _Child, record: dict[str, Any], results: dict[str, Result],
     elif ev == "collected":
         child.collected = [str(i) for i in record.get("ids", [])]
     elif ev == "collect_error":
-        child.collect_errors.append(str(record.get("message", "")))
+        child.collect_errors.append(_collect_message(str(record.get("message", ""))))
     elif ev == "start":
         child.current, child.started_at = str(record.get("id")), time.monotonic()
         if progress is not None and child.current in results:
@@ -255,6 +264,13 @@ def _apply(child: _Child, record: dict[str, Any], results: dict[str, Result],
             result.duration = float(record.get("duration", 0.0))
     elif ev == "done":
         child.done, child.current, child.started_at = True, None, time.monotonic()
+
+
+def _collect_message(longrepr: str) -> str:
+    """The lines that say what went wrong (pytest marks them `E`), not the whole traceback."""
+    said = [line[1:].strip() for line in longrepr.splitlines() if line.startswith("E ")]
+    kept = said or [line for line in longrepr.splitlines() if line.strip()][-3:]
+    return "\n".join(kept)
 
 
 def _settle(child: _Child, results: dict[str, Result], status: str, reason: str) -> None:
@@ -296,10 +312,8 @@ def _tail(output: Path, lines: int = 3) -> str:
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     proc.wait()
 
 

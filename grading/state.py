@@ -25,10 +25,7 @@ def _load() -> dict[str, dict[str, object]]:
     return data if isinstance(data, dict) else {}
 
 
-def record(grade: Grade) -> None:
-    data = _load()
-    data[grade.exercise] = {"score": grade.score, "max_score": grade.max_score,
-                            "when": time.strftime("%Y-%m-%d %H:%M")}
+def _save(data: dict[str, dict[str, object]]) -> None:
     try:
         STATE.parent.mkdir(exist_ok=True)
         STATE.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -36,10 +33,31 @@ def record(grade: Grade) -> None:
         pass  # a read-only checkout still grades; it just does not remember
 
 
+def record(grade: Grade) -> None:
+    data = _load()
+    entry = data.setdefault(grade.exercise, {})
+    entry.update(score=grade.score, max_score=grade.max_score,
+                 when=time.strftime("%Y-%m-%d %H:%M"))
+    _save(data)
+
+
+def hints_seen(name: str) -> int:
+    seen = _load().get(name, {}).get("hints", 0)
+    return seen if isinstance(seen, int) else 0
+
+
+def record_hint(name: str, seen: int) -> None:
+    data = _load()
+    data.setdefault(name, {})["hints"] = seen
+    _save(data)
+
+
 def last_scores() -> dict[str, str]:
     """Exercise name -> "E/P (when)" for every exercise graded before."""
     out = {}
     for name, entry in _load().items():
+        if "score" not in entry:
+            continue
         try:
             score, top = float(entry["score"]), float(entry["max_score"])  # type: ignore[arg-type]
         except (KeyError, TypeError, ValueError):

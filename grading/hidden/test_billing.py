@@ -58,7 +58,7 @@ def _rec(rid: str = "r1", start: Any = 0, end: Any = 60, **fields: Any) -> Usage
     """A record; int start/end are minutes after P0, anything else is used as it is."""
     s = P0 + start * _MIN if type(start) is int else start
     e = P0 + end * _MIN if type(end) is int else end
-    row = {"team": "vision", "gpu_type": "h100", "gpu_count": 1} | fields
+    row: dict[str, Any] = {"team": "vision", "gpu_type": "h100", "gpu_count": 1, **fields}
     return UsageRecord(rid, row["team"], row["gpu_type"], row["gpu_count"], s, e)
 
 
@@ -164,15 +164,6 @@ def test_gpu_seconds_are_exact_to_the_microsecond() -> None:
     assert got is not None, f"one line expected, got {run.invoices}"
     assert isinstance(got.gpu_seconds, Decimal), f"gpu_seconds is {type(got.gpu_seconds)}"
     assert got.gpu_seconds == Decimal("3.000003"), f"gpu_seconds {got.gpu_seconds}, want 3.000003"
-
-
-def test_money_comes_back_as_decimal() -> None:
-    """Amounts and totals are Decimals."""
-    run = _bill([_rec(gpu_count=2)])
-    invoice = run.invoices["vision"]
-    for name, value in (("amount", invoice.lines[0].amount), ("total", invoice.total)):
-        assert isinstance(value, Decimal), f"{name} is a {type(value).__name__}, want Decimal"
-    assert invoice.total == Decimal("7.20"), f"2 h100 for an hour at 3.60: {invoice.total}"
 
 
 def _priced(price: str, minutes: list[int]) -> Decimal | None:
@@ -363,8 +354,9 @@ def test_an_identical_retry_is_billed_once(copy: str) -> None:
         f"three copies of one hour billed {_total(run)}, want 3.60 (once)")
 
 
-_VARIANTS = {"gpu_count": {"gpu_count": 2}, "end": {"end": 61}, "team": {"team": "nlp"},
-             "gpu_type": {"gpu_type": "a100"}}
+_VARIANTS: dict[str, dict[str, Any]] = {
+    "gpu_count": {"gpu_count": 2}, "end": {"end": 61}, "team": {"team": "nlp"},
+    "gpu_type": {"gpu_type": "a100"}}
 
 
 @pytest.mark.points(2)
@@ -376,7 +368,7 @@ def test_conflicting_duplicates_are_all_rejected_in_any_order(field: str) -> Non
     for order in itertools.permutations(copies):
         run = _bill([*order, _rec("ok", 60, 120, team="ops")])
         assert _reasons(run) == [("d", R.CONFLICTING_DUPLICATE)], (
-            f"copies of 'd' differing in {field}, in order {[c.gpu_count for c in order]}: "
+            f"copies of 'd' with {field} {[getattr(c, field) for c in order]}: "
             f"rejected {run.rejected}")
         assert run.billed_ids == {"ok"} and set(run.invoices) == {"ops"}, (
             f"conflicting 'd' was billed: {run.invoices}")
@@ -431,12 +423,11 @@ def _runs(draw: st.DrawFn) -> list[UsageRecord]:
         zone = draw(st.sampled_from([UTC, _TOKYO, _NEW_YORK, _CET]))
         start, end = start.astimezone(zone), end.astimezone(zone)
         flaw = draw(st.sampled_from(["", "", "", "", "naive", "none"]))
-        records.append(UsageRecord(
-            draw(st.sampled_from("abcdefgh")), draw(st.sampled_from(["nlp", "vision"])),
-            draw(st.sampled_from(["h100", "a100", "tpu"])),
-            draw(st.sampled_from([1, 1, 2, 3, 8, 0, -1, True, 2.0])),
-            start.replace(tzinfo=None) if flaw == "naive" else start,
-            end if flaw != "none" else draw(st.none())))
+        records.append(_rec(
+            draw(st.sampled_from("abcdefgh")), start.replace(tzinfo=None) if flaw == "naive" else
+            start, None if flaw == "none" else end, team=draw(st.sampled_from(["nlp", "vision"])),
+            gpu_type=draw(st.sampled_from(["h100", "a100", "tpu"])),
+            gpu_count=draw(st.sampled_from([1, 1, 2, 3, 8, 0, -1, True, 2.0]))))
     for retry in draw(st.lists(st.sampled_from(records), max_size=4)) if records else []:
         zone = draw(st.sampled_from([UTC, _TOKYO]))
         s, e = _utc(retry.start), _utc(retry.end)
@@ -480,7 +471,7 @@ def _model(records: list[UsageRecord], prices: Mapping[str, Decimal]) -> tuple[
 
 
 @pytest.mark.points(4)
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(records=_runs(), prices=_PRICES, rnd=st.randoms(use_true_random=False))
 def test_bill_agrees_with_a_brute_force_model(records: list[UsageRecord],
                                               prices: dict[str, Decimal],
@@ -496,23 +487,28 @@ def test_bill_agrees_with_a_brute_force_model(records: list[UsageRecord],
 
 
 @pytest.mark.points(2)
+@settings(max_examples=50)
 @given(records=_runs(), prices=_PRICES)
 def test_amounts_are_whole_cents_and_totals_add_up(records: list[UsageRecord],
                                                     prices: dict[str, Decimal]) -> None:
-    """Amounts are >= 0 in whole cents, lines sorted and non-empty, totals sum their lines."""
+    """Amounts are Decimals >= 0 in whole cents; lines sorted; totals sum their lines."""
     run = bill(records, prices, P0, _PH)
     for team, invoice in run.invoices.items():
         names = [li.gpu_type for li in invoice.lines]
         assert invoice.team == team, f"invoices[{team!r}].team is {invoice.team!r}"
         assert names and names == sorted(set(names)), f"{team} lines {names}: sorted, unique"
         for li in invoice.lines:
+            assert isinstance(li.amount, Decimal), f"{team}: amount {li.amount!r} not a Decimal"
             assert li.gpu_seconds > 0, f"{team} line with no GPU-seconds: {li}"
-            assert li.amount >= 0 and li.amount * 100 % 1 == 0, f"{team}: amount {li.amount}"
+            assert li.amount >= 0, f"{team}: negative amount {li.amount}"
+            assert li.amount * 100 % 1 == 0, f"{team}: amount {li.amount} is not whole cents"
+        assert isinstance(invoice.total, Decimal), f"{team}: total {invoice.total!r}"
         assert invoice.total == sum(li.amount for li in invoice.lines), f"{team}: {invoice}"
     ids = [r.record_id for r in run.rejected]
     assert ids == sorted(ids), f"rejected not sorted by record_id: {ids}"
 
 
+@settings(max_examples=50)
 @given(records=_runs(), prices=_PRICES, which=st.integers(0, 99), cut=st.integers(0, 10**11))
 def test_splitting_a_billed_record_changes_no_invoice(records: list[UsageRecord],
                                                       prices: dict[str, Decimal], which: int,
@@ -556,17 +552,22 @@ def _workload(n: int) -> list[UsageRecord]:
                         P0 + i * _SEC, P0 + (i + 3600 + i % 97) * _SEC) for i in range(n)]
 
 
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    """Best wall time of `repeat` calls, with the garbage collector paused."""
+def _best(fn: Callable[[], object], repeat: int, budget: float = 1.0) -> float:
+    """Least CPU time of up to `repeat` calls (fewer once `budget` seconds are spent).
+
+    CPU time of this thread, not wall time: other load on a shared machine does not count
+    (and, unlike process time, it stays fine-grained under the sandbox's CPU limit). The garbage
+    collector is paused so that its passes do not land in one measurement only.
+    """
     gc.collect()
     gc.disable()
     try:
-        times = []
-        for _ in range(repeat):
-            began = time.perf_counter()
+        times: list[float] = []
+        while len(times) < repeat and sum(times) < budget:
+            began = time.thread_time()
             fn()
-            times.append(time.perf_counter() - began)
-        return min(times)
+            times.append(time.thread_time() - began)
+        return max(min(times), 1e-6)
     finally:
         gc.enable()
 
@@ -578,19 +579,23 @@ def _read_fields(records: list[UsageRecord]) -> None:
 
 @pytest.mark.category("performance")
 @pytest.mark.points(3)
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(60)
 def test_time_grows_linearly_with_the_number_of_records() -> None:
     """Billing 8x the records takes about 8x the time, not 64x."""
-    small, big = _workload(2_000), _workload(16_000)
-    growth = _best(lambda: _bill(small), 5) / _best(lambda: _bill(big), 3)
-    assert 1 / growth < 30, f"8x the records took {1 / growth:.0f}x the time; linear is ~8x"
+    small, big = _workload(1_000), _workload(8_000)
+    t_small, t_big = _best(lambda: _bill(small), 15), _best(lambda: _bill(big), 5)
+    assert t_big / t_small < 30, (
+        f"bill took {t_small * 1e3:.1f} ms of CPU for 1,000 records and {t_big * 1e3:.1f} ms for "
+        f"8,000: {t_big / t_small:.0f}x; linear is about 8x")
 
 
 @pytest.mark.category("performance")
 @pytest.mark.points(2)
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(60)
 def test_billing_is_a_small_factor_of_reading_the_records() -> None:
-    """Billing 20,000 records takes a small factor of the time to read their fields."""
-    records = _workload(20_000)
-    ratio = _best(lambda: _bill(records), 3) / _best(lambda: _read_fields(records), 7)
-    assert ratio < 100, f"bill took {ratio:.0f}x a loop reading the records; want under 100x"
+    """Billing 5,000 records takes a small factor of the time to read their fields."""
+    records = _workload(5_000)
+    took, base = _best(lambda: _bill(records), 5), _best(lambda: _read_fields(records), 15)
+    assert took / base < 100, (
+        f"bill took {took * 1e3:.1f} ms of CPU, {took / base:.0f}x the {base * 1e3:.2f} ms of a "
+        "loop that reads each record's fields; want under 100x")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import socket
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -782,7 +784,7 @@ def test_serves_real_http_under_uvicorn() -> None:
 
 def _page_time(api: _Api) -> float:
     start = time.perf_counter()
-    r = api.call("GET", "/jobs", params={"limit": 5})
+    r = api.call("GET", "/jobs", params={"limit": 1})
     elapsed = time.perf_counter() - start
     assert r.status_code == 200, f"GET /jobs answered {r.status_code} {r.text[:200]}"
     return elapsed
@@ -790,20 +792,31 @@ def _page_time(api: _Api) -> float:
 
 @pytest.mark.category("performance")
 @pytest.mark.points(3)
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(90)
 def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
     """A page costs about the same with 8x more jobs (a keyset query, not a scan)."""
-    wide = _JOB | {"command": ["--flag"] * 3000}  # rows a scan must decode: the cost is visible
-    with _api() as few, _api() as many:
+    wide = _JOB | {"command": ["--flag"] * 6000}  # rows a scan must decode: the cost is visible
+    with start_blocking_portal() as portal:  # one event loop and one thread pool for both apps
+        few = _Api(job_api.create_app(clock=_Clock()), portal)
+        many = _Api(job_api.create_app(clock=_Clock()), portal)
         for _ in range(16):
             few.create(wide)
         for _ in range(128):
             many.create(wide)
-        small = large = float("inf")
-        for _ in range(30):  # interleaved, best of each: load on the machine hits both alike
-            small = min(small, _page_time(few))
-            large = min(large, _page_time(many))
-    print(f"PERF {large / small:.2f}")
-    assert large < 4 * small, (
-        f"a page of 5 took {large * 1e3:.1f} ms at 128 jobs vs {small * 1e3:.1f} ms at 16:"
-        f" {large / small:.1f}x, expected about 1x and at most 4x (a scan gives about 8x)")
+        # Paired rounds, the order alternating: each ratio compares two requests made moments
+        # apart, so load on the machine hits both alike; the median ignores rounds a burst of
+        # load split. The cyclic GC is paused while timing, as timeit does.
+        ratios: list[float] = []
+        gc.collect()
+        gc.disable()
+        try:
+            for i in range(31):
+                first, second = _page_time(few if i % 2 else many), _page_time(many if i % 2 else few)
+                ratios.append(second / first if i % 2 else first / second)
+        finally:
+            gc.enable()
+        ratio = statistics.median(ratios)
+    print(f"PERF {ratio:.2f}")
+    assert ratio < 2.5, (
+        f"a page of 1 took {ratio:.1f}x longer at 128 jobs than at 16 (median of 31 paired"
+        " requests); expected about 1x and at most 2.5x (a scan of every job gives about 8x)")

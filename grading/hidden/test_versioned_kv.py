@@ -524,8 +524,8 @@ def _history_store(length: int) -> VersionedKV[int]:
 @pytest.mark.points(3)
 @pytest.mark.timeout(60)
 def test_get_cost_grows_logarithmically_with_history() -> None:
-    """A read in a 32768-write history costs within a small factor of one in 256 writes."""
-    small, big = _history_store(256), _history_store(32768)
+    """A read in an 8192-write history costs within a small factor of one in 64 writes."""
+    small, big = _history_store(64), _history_store(8192)
     rng = random.Random(5)
     at_small = [rng.randrange(1, small.version + 1) for _ in range(400)]
     at_big = [rng.randrange(1, big.version + 1) for _ in range(400)]
@@ -540,12 +540,12 @@ def test_get_cost_grows_logarithmically_with_history() -> None:
             with contextlib.suppress(LookupError):
                 big.get("k", v)
 
-    t_small, t_big = _best_of(7, read_small, read_big)
+    t_small, t_big = _best_of(5, read_small, read_big)
     ratio = t_big / t_small
-    # O(log h): about 1-2x here; a scan over the history: about 100x.
+    # O(log h): about 1-2x here; a scan over the history: 100x and more.
     assert ratio < 12, (
-        f"400 reads took {t_big * 1e3:.2f} ms at a 32768-write history and "
-        f"{t_small * 1e3:.2f} ms at 256 writes ({ratio:.1f}x for 128x the history): "
+        f"400 reads took {t_big * 1e3:.2f} ms at an 8192-write history and "
+        f"{t_small * 1e3:.2f} ms at 64 writes ({ratio:.1f}x for 128x the history): "
         "a read should cost O(log h), not O(h)"
     )
 
@@ -554,9 +554,9 @@ def test_get_cost_grows_logarithmically_with_history() -> None:
 @pytest.mark.points(2)
 @pytest.mark.timeout(60)
 def test_put_cost_stays_flat_as_the_store_grows() -> None:
-    """A put into a store of 40000 writes costs within a small factor of one into a new store."""
+    """A put into a store of 20000 writes costs within a small factor of one into a new store."""
     big: VersionedKV[int] = VersionedKV()
-    for i in range(20000):
+    for i in range(10000):
         big.put("k", i)
         big.put(f"key{i}", i)
 
@@ -573,6 +573,6 @@ def test_put_cost_stays_flat_as_the_store_grows() -> None:
     ratio = t_big / t_small
     # Amortized O(1): about 1x; copying the history or the snapshot per put: 50x and more.
     assert ratio < 8, (
-        f"500 puts took {t_big * 1e3:.2f} ms into a store of 40000 writes and "
+        f"500 puts took {t_big * 1e3:.2f} ms into a store of 20000 writes and "
         f"{t_small * 1e3:.2f} ms into a new store ({ratio:.1f}x): a put should cost O(1)"
     )

@@ -1,4 +1,4 @@
-"""Record ids are also tracked in a list, so each record scans all ids seen so far.
+"""Each record scans the records kept so far for its id: quadratic time.
 
 Caught by: test_time_grows_linearly_with_the_number_of_records
 Caught by: test_billing_is_a_small_factor_of_reading_the_records
@@ -124,10 +124,10 @@ def bill(
     # does not depend on which copy came first.
     first: dict[str, UsageRecord] = {}
     conflicting: set[str] = set()
-    order: list[str] = []
+    kept: list[UsageRecord] = []
     for record in records:
-        if record.record_id not in order:
-            order.append(record.record_id)
+        if not any(k.record_id == record.record_id for k in kept):
+            kept.append(record)
         seen = first.setdefault(record.record_id, record)
         if seen is not record and _content(seen) != _content(record):
             conflicting.add(record.record_id)

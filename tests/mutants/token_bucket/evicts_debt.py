@@ -1,4 +1,5 @@
-"""MUTANT: KeyedLimiter is a bounded LRU: it evicts the least recently used bucket even when it is not full, forgiving its debt.
+"""MUTANT: KeyedLimiter is a bounded LRU: it evicts the least recently used bucket even when it is
+not full, forgiving its debt.
 
 Caught by: test_keyed_limiter_never_forgets_a_bucket_in_debt
 """
@@ -166,7 +167,7 @@ class KeyedLimiter:
 
     def _drop_full(self, now: float) -> None:
         while self._buckets:
-            key, oldest = next(iter(self._buckets.items()))
+            key = next(iter(self._buckets))
             if len(self._buckets) <= 10_000:
                 return
             del self._buckets[key]

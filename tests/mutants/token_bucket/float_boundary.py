@@ -1,4 +1,5 @@
-"""MUTANT: retry_after is deficit / rate with no care for rounding: waiting exactly that long can be refused.
+"""MUTANT: retry_after is deficit / rate with no care for rounding: waiting exactly that long can
+be refused.
 
 Caught by: test_waiting_exactly_retry_after_is_sufficient_and_not_wasteful
 """

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable

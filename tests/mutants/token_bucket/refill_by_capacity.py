@@ -1,4 +1,5 @@
-"""MUTANT: Capacity and rate conflated: the refill adds elapsed * capacity instead of elapsed * rate.
+"""MUTANT: Capacity and rate conflated: the refill adds elapsed * capacity instead of elapsed *
+rate.
 
 Caught by: test_refill_is_rate_per_second_and_capped_at_capacity
 """

@@ -1,4 +1,5 @@
-"""MUTANT: The refill timestamp is updated only on success: every refusal mints the elapsed time again.
+"""MUTANT: The refill timestamp is updated only on success: every refusal mints the elapsed time
+again.
 
 Caught by: test_refusals_do_not_mint_tokens
 """

@@ -1,0 +1,131 @@
+"""`python grader.py bundle NAME... --output DIR_OR_ZIP`: a take-home for candidates.
+
+A bundle holds, per exercise, the statement, the stub, the visible tests (and hints and sample
+data, if any); a README with the set-up commands; a `pyproject.toml` with only what those
+exercises import. Never solutions, hidden tests, mutants or the grader.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import tempfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+from grading import catalog
+
+_ALWAYS = ("pytest", "hypothesis", "pytest-timeout")
+
+
+class BundleError(Exception):
+    """The bundle cannot be written where asked."""
+
+
+def _requirements(exercises: list[catalog.Exercise]) -> list[str]:
+    """Our dependency specifiers for what the stubs and visible tests import."""
+    project = tomllib.loads((catalog.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    pinned = {re.split(r"[<>=!~ ]", spec, maxsplit=1)[0]: spec
+              for spec in project["project"]["dependencies"]}
+    wanted = set(_ALWAYS)
+    for exercise in exercises:
+        for path in (exercise.stub, exercise.visible_tests):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    wanted.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    wanted.add(node.module.split(".")[0])
+    return sorted(pinned[name] for name in wanted if name in pinned)
+
+
+def _pyproject(exercises: list[catalog.Exercise]) -> str:
+    deps = "".join(f'    "{spec}",\n' for spec in _requirements(exercises))
+    return f'''[project]
+name = "take-home"
+version = "1.0.0"
+requires-python = ">=3.11"
+dependencies = [
+{deps}]
+
+[tool.uv]
+package = false
+
+[tool.pytest]
+strict = true
+addopts = ["-p", "no:cacheprovider"]
+markers = [
+    "points(n): what the check is worth when graded",
+    "category(name): what the check is about",
+]
+'''
+
+
+def _readme(exercises: list[catalog.Exercise]) -> str:
+    rows = "".join(f"| [`{e.name}`]({e.name}/README.md) | {e.title} | {e.difficulty} | "
+                   f"{e.minutes or '?'} |\n" for e in exercises)
+    first = exercises[0].name
+    files = ", ".join(f"`{e.name}/{e.name}.py`" for e in exercises)
+    return f"""# Take-home exercises
+
+| exercise | title | difficulty | minutes |
+|---|---|---|---|
+{rows}
+Each folder holds a statement (`README.md`), the file you complete (`NAME.py`), and visible
+tests (`test_NAME.py`) that show the rules with worked examples and properties.
+
+## Set up and run the tests
+
+You need Python 3.11+ and [uv](https://docs.astral.sh/uv/) (`pip install uv` if it is missing).
+
+```
+uv run pytest              # every exercise's visible tests; the first run installs what they need
+uv run pytest {first}      # one exercise
+```
+
+Every visible test fails until you implement the exercise. Your work is also graded with further
+checks that are not included here: the statement says what they cover and how many points each
+part is worth, so read its rules and "Questions to ask" closely.
+
+## Submit
+
+Send back {files}. Only these files are graded; keep the names and the public API as given.
+"""
+
+
+def bundle(exercises: list[catalog.Exercise], output: Path) -> None:
+    """Write the take-home for `exercises` to a folder, or to a zip when `output` ends in .zip."""
+    if output.suffix == ".zip":
+        with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
+            root = Path(tmp) / output.stem
+            _write(exercises, root)
+            try:
+                with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
+                    for path in sorted(root.rglob("*")):
+                        archive.write(path, path.relative_to(root.parent))
+            except OSError as exc:
+                raise BundleError(f"cannot write {output}: {exc.strerror}") from None
+        return
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise BundleError(f"{output} exists and is not an empty folder")
+    _write(exercises, output)
+
+
+def _write(exercises: list[catalog.Exercise], root: Path) -> None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "README.md").write_text(_readme(exercises), encoding="utf-8")
+        (root / "pyproject.toml").write_text(_pyproject(exercises), encoding="utf-8")
+        shutil.copyfile(catalog.EXERCISES / "conftest.py", root / "conftest.py")
+        for exercise in exercises:
+            folder = root / exercise.name
+            folder.mkdir()
+            parts = [exercise.statement, exercise.stub, exercise.visible_tests,
+                     *exercise.data_files]
+            if exercise.hints.is_file():
+                parts.append(exercise.hints)
+            for part in parts:
+                shutil.copyfile(part, folder / part.name)
+    except OSError as exc:
+        raise BundleError(f"cannot write {root}: {exc.strerror}") from None

@@ -1,0 +1,90 @@
+"""Shared helpers for the repository's own tests: run the grader like a user does, and grade
+many submissions two at a time (one per core) through the grader's own API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from grading import catalog, sandbox
+
+ROOT = catalog.ROOT
+EXERCISES = catalog.exercises()
+EXERCISE_NAMES = [e.name for e in EXERCISES]
+
+
+@dataclass(frozen=True)
+class Completed:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+
+def run_grader(args: Sequence[str], *, timeout: float = 300, cwd: Path = ROOT,
+               env: dict[str, str] | None = None) -> Completed:
+    """`python grader.py ARGS` in a child process, as a user types it."""
+    proc = subprocess.run([sys.executable, str(ROOT / "grader.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, check=False)
+    return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+@cache
+def checks_of(name: str) -> tuple[sandbox.Check, ...]:
+    return tuple(sandbox.collect(catalog.Exercise(name)))
+
+
+_POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
+_JOBS: dict[tuple[str, str, tuple[str, ...]], Future[list[sandbox.Result]]] = {}
+
+
+def grade(name: str, submission: Path, only: Sequence[str] = ()) -> list[sandbox.Result]:
+    """Grade `submission` (only the named checks, if any); results are cached per session."""
+    key = (name, str(submission), tuple(only))
+    if key not in _JOBS:
+        _JOBS[key] = _POOL.submit(_grade, name, submission, tuple(only))
+    return _JOBS[key].result()
+
+
+def prefetch(name: str, submission: Path, only: Sequence[str] = ()) -> None:
+    """Start grading in the background so that a later `grade` call finds it done."""
+    key = (name, str(submission), tuple(only))
+    if key not in _JOBS:
+        _JOBS[key] = _POOL.submit(_grade, name, submission, tuple(only))
+
+
+def _grade(name: str, submission: Path, only: tuple[str, ...]) -> list[sandbox.Result]:
+    checks = list(checks_of(name))
+    if only:
+        checks = [c for c in checks if c.id.split("::", 1)[1].split("[")[0] in only]
+    return sandbox.grade(catalog.Exercise(name), submission, checks)
+
+
+def caught_by(mutant: Path) -> list[str]:
+    """The hidden checks a mutant's docstring says must catch it."""
+    lines = mutant.read_text(encoding="utf-8").splitlines()
+    return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Caught by:")]
+
+
+def describe(results: list[sandbox.Result]) -> str:
+    lines = []
+    for r in results:
+        first = r.message.splitlines()[0] if r.message else ""
+        lines.append(f"  {r.status:8} {r.check.id}: {first}")
+    return "\n".join(lines)
+
+
+def cancel_pending() -> None:
+    """Drop queued grading jobs (after -x or an interrupt); running ones finish."""
+    _POOL.shutdown(wait=False, cancel_futures=True)

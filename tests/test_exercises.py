@@ -1,0 +1,116 @@
+"""Every exercise, discovered from the layout: the reference earns full marks, the stub earns
+nothing, every mutant loses the checks its docstring names, and every part is where it belongs."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from grading import catalog
+from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, describe, grade
+
+_SPECS = ROOT.parent / "shared" / "specs"
+
+_REFERENCES = [pytest.param((e.name, e.solution, ()), id=e.name) for e in EXERCISES]
+_STUBS = [pytest.param((e.name, e.stub, ()), id=e.name) for e in EXERCISES]
+_MUTANTS = [
+    pytest.param((e.name, m, tuple(caught_by(m))), id=f"{e.name}-{m.stem}")
+    for e in EXERCISES for m in e.mutants
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("job", _REFERENCES)
+def test_reference_earns_full_marks(job: tuple[str, Path, tuple[str, ...]]) -> None:
+    results = grade(*job)
+    failed = [r for r in results if r.status != "passed"]
+    assert not failed, f"the reference of {job[0]} fails:\n{describe(failed)}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("job", _STUBS)
+def test_stub_earns_nothing_and_every_check_fails_cleanly(
+        job: tuple[str, Path, tuple[str, ...]]) -> None:
+    results = grade(*job)
+    passed = [r for r in results if r.status == "passed"]
+    assert not passed, f"the stub of {job[0]} passes checks:\n{describe(passed)}"
+    unclean = [r for r in results if r.status != "failed" or "NotImplementedError" not in
+               r.message + r.falsifying]
+    assert not unclean, (f"checks of {job[0]} should fail on the stub with its "
+                         f"NotImplementedError:\n{describe(unclean)}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("job", _MUTANTS)
+def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str, ...]]) -> None:
+    name, mutant, named = job
+    assert named, f"{mutant.name} names no check (a 'Caught by: test_...' line)"
+    hidden = {c.id.split("::", 1)[1].split("[")[0] for c in checks_of(name)
+              if c.visibility == "hidden"}
+    unknown = [n for n in named if n not in hidden]
+    assert not unknown, f"{mutant.name} names checks that are not hidden checks: {unknown}"
+    results = grade(*job)
+    survived = [r for r in results if r.status == "passed"]
+    assert not survived, f"{mutant.name} survives:\n{describe(survived)}"
+    assert results, f"no check of {named} was run against {mutant.name}"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_exercise_has_every_part(exercise: catalog.Exercise) -> None:
+    for part in (exercise.statement, exercise.stub, exercise.visible_tests, exercise.hidden_tests,
+                 exercise.solution, exercise.notes):
+        assert part.is_file(), f"{exercise.name} lacks {part.relative_to(ROOT)}"
+    assert exercise.mutants, f"{exercise.name} has no mutants under tests/mutants/"
+    assert exercise.difficulty in ("easy", "medium", "hard"), (
+        f"{exercise.statement.relative_to(ROOT)} needs a line "
+        "'Difficulty: easy|medium|hard · Time: NN minutes'")
+    assert exercise.minutes, f"{exercise.name}: no time estimate in the statement"
+
+
+def _public_names(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("_") and n != "__all__"}
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_stub_and_reference_have_the_same_public_names(exercise: catalog.Exercise) -> None:
+    stub, solution = _public_names(exercise.stub), _public_names(exercise.solution)
+    assert stub == solution, (f"{exercise.name}: only in the stub {sorted(stub - solution)}, "
+                              f"only in the reference {sorted(solution - stub)}")
+
+
+_API_NAME = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*[:=]", re.MULTILINE)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_spec_names_import_from_stub_and_reference(exercise: catalog.Exercise) -> None:
+    spec = _SPECS / f"{exercise.name}.md"
+    if not spec.is_file():
+        pytest.skip(f"no spec beside the repository at {spec}")
+    blocks = re.findall(r"```python\n(.*?)```", spec.read_text(encoding="utf-8"), re.DOTALL)
+    wanted = {a or b for block in blocks for a, b in _API_NAME.findall(block)}
+    assert wanted, f"no API names found in {spec}"
+    for path in (exercise.stub, exercise.solution):
+        missing = wanted - _public_names(path)
+        assert not missing, f"{path.relative_to(ROOT)} lacks the spec's names {sorted(missing)}"
+
+
+def test_readme_lists_every_exercise() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| \[?`?(\w+)`?\]?", readme, re.MULTILINE))
+    missing = [e.name for e in EXERCISES if e.name not in listed]
+    assert not missing, f"README.md's exercise table lacks {missing}"
