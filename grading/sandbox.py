@@ -12,6 +12,7 @@ never from the submission's run.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -27,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grading.catalog import Exercise
+from grading.catalog import ROOT, Exercise
 
+CACHE = ROOT / ".grader" / "checks"
 _PLUGIN = "_kata_grading_plugin"
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
 _GRACE = 5.0  # seconds past a check's own timeout before the watchdog kills the child
@@ -92,7 +94,28 @@ Progress = Callable[[int, int, str], None]
 
 
 def collect(exercise: Exercise, limits: Limits = Limits()) -> list[Check]:
-    """The checks of an exercise, collected with its stub (trusted code)."""
+    """The checks of an exercise, collected with its stub (trusted code).
+
+    Cached in `.grader/checks/` under a hash of everything collection reads, so a repeat costs
+    no child process.
+    """
+    digest = hashlib.sha256(f"{sys.version}|{limits.timeout}".encode())
+    for path in (Path(__file__).with_name("plugin.py"), exercise.stub, exercise.visible_tests,
+                 exercise.hidden_tests):
+        digest.update(path.read_bytes())
+    cache = CACHE / f"{exercise.name}-{digest.hexdigest()[:16]}.json"
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+        return [Check(**c) for c in json.loads(cache.read_text(encoding="utf-8"))]
+    checks = _collect(exercise, limits)
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        for stale in cache.parent.glob(f"{exercise.name}-*.json"):
+            stale.unlink()
+        cache.write_text(json.dumps([c.__dict__ for c in checks]), encoding="utf-8")
+    return checks
+
+
+def _collect(exercise: Exercise, limits: Limits) -> list[Check]:
     with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
         child = _run_child(Path(tmp), 0, exercise, exercise.stub, {"mode": "collect"}, limits,
                            time.monotonic() + _COLLECT_LIMIT, {}, None)
@@ -177,9 +200,12 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         _settle(child, results, "timeout", killed_for)
     elif not child.done:
         _settle(child, results, "crashed", _exit_reason(proc.returncode, output))
-    elif child.collect_errors and child.collected is not None:
+    elif child.collected is not None:
         missing = [results[i] for i in config.get("only", ()) if i not in child.collected]
-        _fail(missing, "error", "the check could not be collected: " + child.collect_errors[0])
+        why = (f"the check could not be collected: {child.collect_errors[0]}"
+               if child.collect_errors else
+               "the check was not collected (were the test files changed while it ran?)")
+        _fail(missing, "error", why)
     return child
 
 
@@ -210,8 +236,9 @@ def _watch(proc: subprocess.Popen[bytes], reader: _ChannelReader, child: _Child,
         now = time.monotonic()
         if now >= deadline:
             return f"the run exceeded its wall limit of {limits.wall:g} s"
-        if child.collected is None and now - started > _COLLECT_LIMIT:
-            return f"importing the submission took over {_COLLECT_LIMIT:g} s"
+        collect_limit = min(_COLLECT_LIMIT, limits.wall)
+        if child.collected is None and now - started > collect_limit:
+            return f"importing the submission took over {collect_limit:g} s"
         if child.current is not None and child.current in results:
             limit = results[child.current].check.timeout
             if now - child.started_at > limit + _GRACE:

@@ -9,7 +9,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,16 +29,17 @@ _DAY = 24 * 3600.0
 
 
 class _Clock:
-    """A settable clock; `fail` makes that many next calls raise (a server-side failure)."""
+    """A settable clock that moves `step` per call; `fail` makes that many next calls raise."""
 
-    def __init__(self, t: float = _T0) -> None:
-        self.t, self.fail = t, 0
+    def __init__(self, t: float = _T0, step: float = 0.0) -> None:
+        self.t, self.step, self.fail = t, step, 0
 
     def __call__(self) -> float:
         if self.fail:
             self.fail -= 1
             raise RuntimeError("clock failure injected by the test")
-        return self.t
+        self.t += self.step
+        return self.t - self.step
 
 
 class _RendezvousClock(_Clock):
@@ -58,10 +59,8 @@ class _RendezvousClock(_Clock):
             self._calls += 1
             first = self._calls <= 2
         if first:
-            try:
+            with suppress(threading.BrokenBarrierError):
                 self._barrier.wait()
-            except threading.BrokenBarrierError:
-                pass
         return self.t
 
 
@@ -123,7 +122,9 @@ class _Api:
 
 @contextmanager
 def _api(database: str = ":memory:", clock: Callable[[], float] | None = None) -> Iterator[_Api]:
-    app = job_api.create_app(database, clock=clock or _Clock())
+    # By default time moves on a little per call, so jobs made in turn are in a strict order
+    # whatever the solution breaks ties with.
+    app = job_api.create_app(database, clock=clock or _Clock(step=0.001))
     with start_blocking_portal() as portal:
         api = _Api(app, portal)
         try:
@@ -136,8 +137,9 @@ def _problem(r: httpx.Response, *statuses: int) -> dict[str, Any]:
     """Assert `r` is an RFC 9457 problem with one of `statuses`; return its body."""
     what = f"{r.request.method} {r.request.url.path} answered {r.status_code} {r.text[:300]}"
     assert r.status_code in statuses, f"{what}; expected {' or '.join(map(str, statuses))}"
-    assert r.headers.get("content-type", "").startswith("application/problem+json"), (
-        f"{what} with content-type {r.headers.get('content-type')}, expected application/problem+json")
+    ctype = r.headers.get("content-type", "")
+    assert ctype.startswith("application/problem+json"), (
+        f"{what} with content-type {ctype}, expected application/problem+json")
     body: dict[str, Any] = r.json()
     missing = {"type", "title", "status", "detail"} - set(body)
     assert not missing and body["status"] == r.status_code, f"{what}: problem body lacks {missing}"
@@ -361,26 +363,30 @@ def test_transition_outside_the_table_is_409_naming_allowed_targets() -> None:
 
 
 @pytest.mark.points(3)
-@settings(max_examples=25)
-@given(st.lists(st.sampled_from(["cancel", "running", "succeeded", "failed", "cancelled"]),
-                max_size=7))
-def test_jobs_follow_the_state_machine(ops: list[str]) -> None:
+@pytest.mark.timeout(60)
+def test_jobs_follow_the_state_machine() -> None:
     """Any sequence of cancels and transitions matches the state-machine model."""
     with _api() as api:
-        job = api.create()
-        state = "queued"
-        for op in ops:
-            if op == "cancel":
-                r = api.call("POST", f"/jobs/{job['id']}/cancel")
-                want = 409 if state in ("succeeded", "failed") else 202
-                state = _CANCEL.get(state, state)
-            else:
-                r = api.call("POST", f"/jobs/{job['id']}/transitions", json={"to": op})
-                want = 200 if op in _ALLOWED.get(state, ()) else 409
-                state = op if want == 200 else state
-            assert r.status_code == want, f"{op} answered {r.status_code}, model says {want}"
-        got = api.call("GET", f"/jobs/{job['id']}").json()["state"]
-        assert got == state, f"after {ops} the job is {got}, model says {state}"
+
+        @settings(max_examples=30)
+        @given(st.lists(st.sampled_from(["cancel", "running", "succeeded", "failed",
+                                         "cancelled"]), max_size=7))
+        def run(ops: list[str]) -> None:
+            job, state = api.create(), "queued"
+            for op in ops:
+                if op == "cancel":
+                    r = api.call("POST", f"/jobs/{job['id']}/cancel")
+                    want = 409 if state in ("succeeded", "failed") else 202
+                    state = _CANCEL.get(state, state)
+                else:
+                    r = api.call("POST", f"/jobs/{job['id']}/transitions", json={"to": op})
+                    want = 200 if op in _ALLOWED.get(state, ()) else 409
+                    state = op if want == 200 else state
+                assert r.status_code == want, f"{op} answered {r.status_code}, model says {want}"
+            got = api.call("GET", f"/jobs/{job['id']}").json()["state"]
+            assert got == state, f"after {ops} the job is {got}, model says {state}"
+
+        run()
 
 
 # --- listing ---------------------------------------------------------------------------------
@@ -403,8 +409,9 @@ def test_listing_is_newest_first_with_ties_in_a_total_order() -> None:
 
 
 @pytest.mark.points(2)
-@settings(max_examples=15)
-@given(st.integers(0, 12), st.integers(1, 5))
+@pytest.mark.timeout(60)
+@settings(max_examples=10)
+@given(st.integers(0, 10), st.integers(1, 4))
 def test_paging_visits_every_job_once(n: int, limit: int) -> None:
     """Paging returns every job exactly once and no trailing empty page."""
     with _api() as api:
@@ -418,7 +425,10 @@ def test_paging_while_submitting_neither_skips_nor_repeats() -> None:
     """Jobs submitted between pages shift nothing: each earlier job appears exactly once."""
     clock = _Clock()
     with _api(clock=clock) as api:
-        before = [api.create()["id"] for _ in range(7)]
+        before = []
+        for _ in range(7):
+            clock.t += 0.001
+            before.append(api.create()["id"])
 
         def submit_two() -> None:
             clock.t += 1
@@ -596,11 +606,11 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | _TEXT,
                      | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=6)
 
 
-def _values(schema: dict[str, Any], doc: dict[str, Any]) -> st.SearchStrategy[Any]:
+def _values(schema: dict[str, Any], doc: dict[str, Any]) -> st.SearchStrategy[Any]:  # noqa: PLR0911 one return per JSON type
     """Values valid for a JSON schema (the subset FastAPI emits)."""
     schema = _resolve(schema, doc)
     if "anyOf" in schema or "oneOf" in schema:
-        return st.one_of([_values(s, doc) for s in schema.get("anyOf", schema.get("oneOf"))])
+        return st.one_of([_values(s, doc) for s in schema.get("anyOf", schema.get("oneOf", []))])
     if "enum" in schema or "const" in schema:
         return st.sampled_from(schema.get("enum", [schema.get("const")]))
     kind = schema.get("type")
@@ -630,7 +640,7 @@ def _conforms(value: Any, schema: dict[str, Any], doc: dict[str, Any]) -> bool:
     """Whether `value` matches a JSON schema (the subset FastAPI emits)."""
     schema = _resolve(schema, doc)
     if "anyOf" in schema or "oneOf" in schema:
-        return any(_conforms(value, s, doc) for s in schema.get("anyOf", schema.get("oneOf")))
+        return any(_conforms(value, s, doc) for s in schema.get("anyOf", schema.get("oneOf", [])))
     if "enum" in schema and value not in schema["enum"]:
         return False
     kinds = {"object": dict, "array": list, "string": str, "boolean": bool,
@@ -690,6 +700,7 @@ def _send(api: _Api, method: str, req: dict[str, Any]) -> httpx.Response:
 
 @pytest.mark.category("bad_input")
 @pytest.mark.points(2)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(("method", "path"), _OPERATIONS)
 def test_fuzzed_requests_get_no_5xx_and_match_the_schema(method: str, path: str) -> None:
     """Requests built from the OpenAPI document never get 5xx or an undocumented response."""
@@ -699,7 +710,7 @@ def test_fuzzed_requests_get_no_5xx_and_match_the_schema(method: str, path: str)
         doc = api.call("GET", "/openapi.json").json()
         template, op = _operation(doc, method, path)
 
-        @settings(max_examples=40)
+        @settings(max_examples=25)
         @given(_request(doc, template, op, ids))
         def fuzz(req: dict[str, Any]) -> None:
             r = _send(api, method, req)
@@ -811,12 +822,14 @@ def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
         gc.disable()
         try:
             for i in range(31):
-                first, second = _page_time(few if i % 2 else many), _page_time(many if i % 2 else few)
+                pair = (few, many) if i % 2 else (many, few)
+                first, second = _page_time(pair[0]), _page_time(pair[1])
                 ratios.append(second / first if i % 2 else first / second)
         finally:
             gc.enable()
+            portal.call(few.client.aclose)
+            portal.call(many.client.aclose)
         ratio = statistics.median(ratios)
-    print(f"PERF {ratio:.2f}")
     assert ratio < 2.5, (
         f"a page of 1 took {ratio:.1f}x longer at 128 jobs than at 16 (median of 31 paired"
         " requests); expected about 1x and at most 2.5x (a scan of every job gives about 8x)")

@@ -1,6 +1,6 @@
 """A record whose gpu_type has no price is dropped silently: neither billed nor rejected.
 
-Caught by: test_a_bad_record_is_rejected_with_its_reason
+Caught by: test_a_gpu_type_with_no_price_is_rejected
 """
 
 from __future__ import annotations

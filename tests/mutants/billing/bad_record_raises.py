@@ -1,6 +1,6 @@
 """A record with a bad gpu_count raises ValueError instead of being rejected.
 
-Caught by: test_a_bad_record_is_rejected_with_its_reason
+Caught by: test_a_bad_gpu_count_is_rejected
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 Caught by: test_page_cost_does_not_grow_with_the_number_of_jobs
 
+
 `create_app(database, clock=...)` builds the app; `app` is one built on `:memory:` so that
 `uvicorn job_api:app` serves it. Errors are `application/problem+json` (RFC 9457).
 """

@@ -1,0 +1,77 @@
+"""Take-home bundles hold what a candidate needs and nothing the grader keeps back; hints come
+one at a time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grading import state
+from tests.helpers import ROOT, run_grader
+
+
+def test_bundle_holds_exercises_and_no_answers(tmp_path: Path) -> None:
+    out = tmp_path / "take-home"
+    done = run_grader(["bundle", "token_bucket", "--output", str(out)])
+    assert done.code == 0, done.stderr
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == ["README.md", "conftest.py", "pyproject.toml", "token_bucket/README.md",
+                     "token_bucket/hints.md", "token_bucket/test_token_bucket.py",
+                     "token_bucket/token_bucket.py"]
+    text = "\n".join((out / f).read_text(encoding="utf-8") for f in files)
+    reference = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
+    assert "def _wait(" in reference and "def _wait(" not in text, "the reference leaked"
+    assert "uv run pytest" in (out / "README.md").read_text(encoding="utf-8")
+    pyproject = (out / "pyproject.toml").read_text(encoding="utf-8")
+    assert "pytest" in pyproject and "fastapi" not in pyproject, pyproject
+
+
+def test_bundle_zip_has_one_top_folder(tmp_path: Path) -> None:
+    out = tmp_path / "take-home.zip"
+    done = run_grader(["bundle", "token_bucket", "--output", str(out)])
+    assert done.code == 0, done.stderr
+    names = zipfile.ZipFile(out).namelist()
+    assert "take-home/token_bucket/token_bucket.py" in names
+    assert not any("solutions" in n or "hidden" in n or "mutants" in n for n in names)
+
+
+def test_bundle_refuses_a_folder_that_has_files(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
+    done = run_grader(["bundle", "token_bucket", "--output", str(tmp_path)])
+    assert done.code == 2 and "not an empty folder" in done.stderr
+    assert (tmp_path / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="the bundle's README command needs uv")
+@pytest.mark.timeout(600)
+def test_bundle_visible_tests_run_with_its_readme_command(tmp_path: Path) -> None:
+    out = tmp_path / "take-home"
+    assert run_grader(["bundle", "token_bucket", "--output", str(out)]).code == 0
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT")}
+    done = subprocess.run(["uv", "run", "--quiet", "pytest", "-q"], cwd=out, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
+    assert done.returncode == 1, f"exit {done.returncode}: {done.stdout[-2000:]}{done.stderr}"
+    assert " failed" in summary and "error" not in summary, summary
+    assert "NotImplementedError" in done.stdout
+
+
+def test_hints_come_one_more_each_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(state, "STATE", tmp_path / "state.json")
+    from io import StringIO
+
+    from grading import catalog
+    from grading.hints import hint
+
+    shown = []
+    for _ in range(6):
+        out = StringIO()
+        hint(catalog.find("token_bucket"), out)
+        shown.append(out.getvalue().splitlines()[0])
+    assert shown[:4] == [f"hint {i} of 4 for token_bucket" for i in range(1, 5)]
+    assert shown[4:] == ["hint 4 of 4 for token_bucket"] * 2
