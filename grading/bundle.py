@@ -129,3 +129,56 @@ def _write(exercises: list[catalog.Exercise], root: Path) -> None:
                 shutil.copyfile(part, folder / part.name)
     except OSError as exc:
         raise BundleError(f"cannot write {root}: {exc.strerror}") from None
+
+
+_SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once when it builds the autograder image.
+set -euo pipefail
+cd /autograder/source
+python3 -m pip install --quiet uv || curl -LsSf https://astral.sh/uv/install.sh | sh
+export PATH="$HOME/.local/bin:$PATH"
+uv sync --frozen
+"""
+
+_RUN = """#!/usr/bin/env bash
+# Gradescope runs this for every submission; it must leave /autograder/results/results.json.
+set -uo pipefail
+export PATH="$HOME/.local/bin:$PATH"
+cd /autograder/source
+submission=/autograder/submission/{name}.py
+if [ ! -f "$submission" ]; then
+  submission=$(find /autograder/submission -name '*.py' | head -n 1)
+fi
+mkdir -p /autograder/results
+if [ -z "$submission" ]; then
+  echo '{{"score": 0, "output": "No .py file was submitted; expected {name}.py."}}' \\
+    > /autograder/results/results.json
+  exit 0
+fi
+uv run --frozen grader.py {name} --submission "$submission" --format gradescope \\
+  --output /autograder/results/results.json
+exit 0
+"""
+
+
+def gradescope(exercise: catalog.Exercise, output: Path) -> None:
+    """A Gradescope autograder zip: the grader with this exercise's hidden checks, never the
+    reference; `setup.sh` and `run_autograder` at the top as Gradescope expects."""
+    if output.suffix != ".zip":
+        raise BundleError(f"a Gradescope autograder is a .zip, got {output}")
+    root = catalog.ROOT
+    files = [root / "grader.py", root / "pyproject.toml", root / "uv.lock",
+             catalog.EXERCISES / "conftest.py", exercise.hidden_tests,
+             *sorted((root / "grading").glob("*.py")),
+             *sorted(p for p in exercise.folder.iterdir() if p.is_file())]
+    try:
+        with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, text in (("setup.sh", _SETUP), ("run_autograder",
+                                                      _RUN.format(name=exercise.name))):
+                info = zipfile.ZipInfo(name)
+                info.external_attr = 0o755 << 16
+                archive.writestr(info, text)
+            for path in files:
+                archive.write(path, str(Path("source") / path.relative_to(root)))
+    except OSError as exc:
+        raise BundleError(f"cannot write {output}: {exc.strerror}") from None

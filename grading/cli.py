@@ -29,10 +29,13 @@ examples:
   python grader.py token_bucket                     grade exercises/token_bucket/token_bucket.py
   python grader.py token_bucket --reference         grade the reference solution
   python grader.py token_bucket --submission ~/alice.py --submission ~/bob.py
-  python grader.py token_bucket --submission returned/   every .py file in a folder
+  python grader.py token_bucket --submission returned/ --jobs 2 --format csv
+                                                    a folder of submissions, a spreadsheet row each
+  python grader.py token_bucket --watch             regrade on every save
   python grader.py token_bucket --check test_refused_request_consumes_nothing
   python grader.py all --reference --format json --output grades.jsonl
   python grader.py bundle token_bucket billing --output take-home.zip
+  python grader.py bundle token_bucket --gradescope --output autograder.zip
   python grader.py hint token_bucket                one more hint each time
 
 exit status: 0 every check passed, 1 some check failed, 2 bad usage
@@ -68,10 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="grade the reference solution (solutions/NAME.py)")
     parser.add_argument("--check", action="append", metavar="NAME",
                         help="run only this check (test function name or check id); repeatable")
-    parser.add_argument("--format", choices=("text", "json", "gradescope", "junit"),
-                        default="text", help="report format (default: text)")
+    parser.add_argument("--format", choices=("text", "json", "csv", "gradescope", "junit"),
+                        default="text",
+                        help="report format (default: text); json and gradescope write one "
+                             "object per submission per line, csv one row per submission")
     parser.add_argument("--output", metavar="PATH",
                         help="write the report (or the bundle) here instead of stdout")
+    parser.add_argument("--jobs", "-j", type=_jobs, default=1, metavar="N",
+                        help="grade N submissions at once (default: 1)")
+    parser.add_argument("--watch", action="store_true",
+                        help="regrade whenever the submission is saved, showing what changed")
+    parser.add_argument("--gradescope", action="store_true",
+                        help="with bundle: a Gradescope autograder zip instead of a take-home")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show failure messages in full")
     parser.add_argument("--no-mypy", action="store_true",
@@ -91,6 +102,12 @@ def _positive(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of jobs >= 1, got {text!r}")
+    return int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,12 +154,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         hint(_find(args.names[0]), sys.stdout)
         return 0
     if args.target == "bundle":
-        from grading.bundle import BundleError, bundle
+        from grading.bundle import BundleError, bundle, gradescope
         if not args.names or not args.output:
             raise UsageError("bundle takes exercise names and --output DIR_OR_ZIP")
         exercises = [_find(name) for name in args.names]
+        if args.gradescope and len(exercises) != 1:
+            raise UsageError("a Gradescope autograder is for one exercise")
         try:
-            bundle(exercises, Path(args.output))
+            if args.gradescope:
+                gradescope(exercises[0], Path(args.output))
+            else:
+                bundle(exercises, Path(args.output))
         except BundleError as exc:
             raise UsageError(str(exc)) from None
         print(f"wrote {args.output}: {', '.join(e.name for e in exercises)}", file=sys.stderr)

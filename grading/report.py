@@ -5,6 +5,7 @@ Every format is built from the same `Grade`; none of them computes a score of it
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import sys
@@ -15,7 +16,8 @@ from typing import Any, TextIO
 
 from grading.sandbox import Result
 
-FORMATS = ("text", "json", "gradescope", "junit")
+FORMATS = ("text", "json", "csv", "gradescope", "junit")
+CATEGORIES = ("correctness", "edge_cases", "bad_input", "concurrency", "performance")
 STATUSES = ("passed", "failed", "error", "timeout", "crashed")
 
 
@@ -125,6 +127,39 @@ def as_junit(grades: list[Grade]) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def as_csv(grades: list[Grade], out: TextIO) -> None:
+    """One row per submission, for a spreadsheet: totals, counts and points by category."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["exercise", "submission", "score", "max_score", "percent", *STATUSES,
+                     *CATEGORIES, "duration_s"])
+    for grade in grades:
+        counts = Counter(r.status for r in grade.results)
+        by_category: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
+        for r in grade.results:
+            by_category[r.check.category] = by_category.get(r.check.category, 0.0) + r.earned
+        pct = 100 * grade.score / grade.max_score if grade.max_score else 0.0
+        writer.writerow([grade.exercise, grade.submission, _num(grade.score),
+                         _num(grade.max_score), f"{pct:.1f}", *(counts[s] for s in STATUSES),
+                         *(_num(by_category[c]) for c in CATEGORIES), f"{grade.duration:.1f}"])
+
+
+def changes(before: Grade | None, after: Grade) -> list[str]:
+    """What a regrade changed: checks newly passing or newly failing, and the score."""
+    if before is None:
+        return []
+    was = {r.check.id: r.status for r in before.results}
+    fixed = [r.check.name for r in after.results
+             if r.status == "passed" and was.get(r.check.id, "passed") != "passed"]
+    broke = [r.check.name for r in after.results
+             if r.status != "passed" and was.get(r.check.id) == "passed"]
+    lines = [f"since the last run: score {_num(before.score)} -> {_num(after.score)}"]
+    lines += [f"  now passing: {name}" for name in fixed]
+    lines += [f"  now failing: {name}" for name in broke]
+    if not fixed and not broke:
+        lines.append("  no check changed")
+    return lines
+
+
 def render(grades: list[Grade], fmt: str, out: TextIO, *, color: bool = False,
            verbose: bool = False) -> None:
     if fmt == "json":
@@ -135,6 +170,8 @@ def render(grades: list[Grade], fmt: str, out: TextIO, *, color: bool = False,
             out.write(json.dumps(as_gradescope(grade)) + "\n")
     elif fmt == "junit":
         out.write(as_junit(grades))
+    elif fmt == "csv":
+        as_csv(grades, out)
     else:
         for i, grade in enumerate(grades):
             if i:
@@ -182,9 +219,9 @@ def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool) -> None:
 class ProgressLine:
     """A live one-line progress display on a terminal; silent otherwise."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
         self._stream = stream or sys.stderr
-        self._live = self._stream.isatty()
+        self._live = self._stream.isatty() if live is None else live
         self._width = 0
 
     def __call__(self, done: int, total: int, label: str) -> None:

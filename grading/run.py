@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grading import catalog, cli, report, sandbox, state
@@ -17,23 +18,72 @@ _MYPY_LIMIT = 180.0  # seconds; a cold cache over fastapi's stubs takes a while
 
 def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> int:
     limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout)
+    if args.output and not Path(args.output).resolve().parent.is_dir():
+        raise cli.UsageError(f"cannot write {args.output}: no such folder")
+    tasks: list[tuple[catalog.Exercise, Path, list[sandbox.Check]]] = []
+    for exercise in exercises:
+        paths = cli.submissions(exercise, args)
+        try:
+            checks = _select(sandbox.collect(exercise, limits), args.check, exercise)
+        except sandbox.GradingError as exc:
+            raise cli.UsageError(str(exc)) from None
+        tasks.extend((exercise, path, checks) for path in paths)
+    if args.watch:
+        if len(tasks) != 1:
+            raise cli.UsageError("--watch follows one submission of one exercise")
+        return _watch(*tasks[0], limits, args)
     progress = report.ProgressLine()
-    grades: list[report.Grade] = []
     try:
-        for exercise in exercises:
-            paths = cli.submissions(exercise, args)
-            try:
-                checks = _select(sandbox.collect(exercise, limits), args.check, exercise)
-            except sandbox.GradingError as exc:
-                raise cli.UsageError(str(exc)) from None
-            for path in paths:
-                grades.append(_grade_one(exercise, path, checks, limits, args, progress))
-                if path == exercise.stub and not args.check:
-                    state.record(grades[-1])
+        grades = _grade_tasks(tasks, limits, args, progress)
     finally:
         progress.clear()
+    for (exercise, path, _), grade in zip(tasks, grades, strict=True):
+        if path == exercise.stub and not args.check:
+            state.record(grade)
     _write(grades, args)
     return 0 if all(g.passed for g in grades) else 1
+
+
+def _grade_tasks(tasks: list[tuple[catalog.Exercise, Path, list[sandbox.Check]]],
+                 limits: sandbox.Limits, args: argparse.Namespace,
+                 progress: report.ProgressLine) -> list[report.Grade]:
+    if args.jobs == 1 or len(tasks) == 1:
+        return [_grade_one(e, p, c, limits, args, progress) for e, p, c in tasks]
+    done = [0]
+    quiet = report.ProgressLine(live=False)
+
+    def one(task: tuple[catalog.Exercise, Path, list[sandbox.Check]]) -> report.Grade:
+        grade = _grade_one(*task, limits, args, quiet)
+        done[0] += 1
+        progress(done[0], len(tasks), f"graded {grade.submission}")
+        return grade
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        return list(pool.map(one, tasks))
+
+
+def _watch(exercise: catalog.Exercise, path: Path, checks: list[sandbox.Check],
+           limits: sandbox.Limits, args: argparse.Namespace) -> int:
+    """Regrade whenever the submission is saved; show what changed since the last run."""
+    previous: report.Grade | None = None
+    while True:
+        stamp = path.stat().st_mtime_ns
+        progress = report.ProgressLine()
+        try:
+            grade = _grade_one(exercise, path, checks, limits, args, progress)
+        finally:
+            progress.clear()
+        if sys.stdout.isatty():
+            sys.stdout.write("\033[2J\033[H")
+        report.render([grade], "text", sys.stdout, color=report.use_color(sys.stdout),
+                      verbose=args.verbose)
+        for line in report.changes(previous, grade):
+            sys.stdout.write(line + "\n")
+        sys.stdout.write(f"watching {_display(path)} (Ctrl-C to stop)\n")
+        sys.stdout.flush()
+        previous = grade
+        while path.stat().st_mtime_ns == stamp:
+            time.sleep(0.3)
 
 
 def _select(checks: list[sandbox.Check], wanted: list[str] | None,

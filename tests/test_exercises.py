@@ -60,6 +60,26 @@ def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str
     assert results, f"no check of {named} was run against {mutant.name}"
 
 
+_REGRADES = [
+    pytest.param((e.name, e.solution, (), again), id=f"{e.name}-reference-{again}")
+    for e in EXERCISES for again in (1, 2)
+] + [
+    pytest.param((e.name, m, tuple(caught_by(m)), 1), id=f"{e.name}-{m.stem}")
+    for e in EXERCISES for m in e.mutants
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("job", _REGRADES)
+def test_regrading_gives_the_same_outcome(job: tuple[str, Path, tuple[str, ...], int]) -> None:
+    name, path, only, again = job
+    first = {r.check.id: r.status for r in grade(name, path, only)}
+    later = {r.check.id: r.status for r in grade(name, path, only, again)}
+    changed = {cid: (first[cid], later[cid]) for cid in first if first[cid] != later[cid]}
+    assert not changed, f"{path.name} graded differently the {again + 1}. time: {changed}"
+
+
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_exercise_has_every_part(exercise: catalog.Exercise) -> None:
     for part in (exercise.statement, exercise.stub, exercise.visible_tests, exercise.hidden_tests,

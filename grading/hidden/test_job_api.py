@@ -498,13 +498,22 @@ def test_missing_empty_or_long_idempotency_key_is_400(headers: dict[str, str]) -
 
 
 @pytest.mark.category("bad_input")
+@pytest.mark.parametrize("gpus", ["4", True, 4.0])
+def test_gpus_is_not_coerced_from_a_string_bool_or_float(gpus: Any) -> None:
+    """Types are strict: "4", true or 4.0 for gpus is a 422 problem, not coerced."""
+    with _api() as api:
+        api.create()
+        _problem(api.submit(_JOB | {"gpus": gpus}), 422)
+        assert len(api.call("GET", "/jobs").json()["items"]) == 1, f"gpus={gpus!r} made a job"
+
+
+@pytest.mark.category("bad_input")
 @pytest.mark.parametrize("change", [
-    {"gpus": "4"}, {"gpus": True}, {"gpus": 4.0}, {"gpus": 0}, {"gpus": 65}, {"gpus": None},
-    {"name": ""}, {"name": "n" * 201}, {"name": 5}, {"command": []}, {"command": "ls"},
-    {"command": ["ls", 1]}, {"priority": 1},
+    {"gpus": 0}, {"gpus": 65}, {"gpus": None}, {"name": ""}, {"name": "n" * 201}, {"name": 5},
+    {"command": []}, {"command": "ls"}, {"command": ["ls", 1]}, {"priority": 1},
 ])
-def test_invalid_or_uncoerced_fields_are_422(change: dict[str, Any]) -> None:
-    """Wrong types, out-of-range values and unknown fields are 422 problems: nothing coerced."""
+def test_invalid_or_unknown_fields_are_422(change: dict[str, Any]) -> None:
+    """Wrong types, out-of-range values and unknown fields are 422 problems."""
     with _api() as api:
         api.create()
         _problem(api.submit(_JOB | change), 422)

@@ -1,6 +1,6 @@
 """The request model is lax: '4' and true for gpus are coerced instead of refused.
 
-Caught by: test_invalid_or_uncoerced_fields_are_422
+Caught by: test_gpus_is_not_coerced_from_a_string_bool_or_float
 
 
 `create_app(database, clock=...)` builds the app; `app` is one built on `:memory:` so that

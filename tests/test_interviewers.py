@@ -3,9 +3,12 @@ one at a time."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -75,3 +78,58 @@ def test_hints_come_one_more_each_call(monkeypatch: pytest.MonkeyPatch, tmp_path
         shown.append(out.getvalue().splitlines()[0])
     assert shown[:4] == [f"hint {i} of 4 for token_bucket" for i in range(1, 5)]
     assert shown[4:] == ["hint 4 of 4 for token_bucket"] * 2
+
+
+def test_gradescope_autograder_grades_without_the_reference(tmp_path: Path) -> None:
+    archive = tmp_path / "autograder.zip"
+    done = run_grader(["bundle", "token_bucket", "--gradescope", "--output", str(archive)])
+    assert done.code == 0, done.stderr
+    with zipfile.ZipFile(archive) as zipped:
+        names = zipped.namelist()
+        assert {"setup.sh", "run_autograder"} <= set(names)
+        assert not any(n.startswith("source/solutions") or "mutants" in n for n in names)
+        assert zipped.getinfo("run_autograder").external_attr >> 16 & 0o111
+        zipped.extractall(tmp_path / "ag")
+    source = tmp_path / "ag" / "source"
+    submission = tmp_path / "token_bucket.py"
+    shutil.copyfile(ROOT / "solutions" / "token_bucket.py", submission)
+    results = tmp_path / "results.json"
+    graded = subprocess.run(
+        [sys.executable, "grader.py", "token_bucket", "--submission", str(submission),
+         "--format", "gradescope", "--output", str(results), "--no-mypy",
+         "--check", "test_a_new_bucket_is_full",
+         "--check", "test_refused_request_consumes_nothing"],
+        cwd=source, capture_output=True, text=True, timeout=300, check=False)
+    assert graded.returncode == 0, graded.stderr
+    payload = json.loads(results.read_text(encoding="utf-8"))
+    assert payload["score"] == 5 and len(payload["tests"]) == 2
+
+
+def test_a_stack_graded_in_parallel_gives_one_csv_row_each(tmp_path: Path) -> None:
+    folder = tmp_path / "returned"
+    folder.mkdir()
+    reference = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
+    (folder / "alice.py").write_text(reference, encoding="utf-8")
+    (folder / "bob.py").write_text(reference.replace("self.tokens -= tokens",
+                                                     "self.tokens -= 2 * tokens"), encoding="utf-8")
+    (folder / "carol.py").write_text("def broken(:\n", encoding="utf-8")
+    done = run_grader(["token_bucket", "--submission", str(folder), "--jobs", "2", "--no-mypy",
+                       "--format", "csv", "--check", "test_refused_request_consumes_nothing",
+                       "--check", "test_an_allowed_request_deducts_its_tokens"])
+    assert done.code == 1, done.stderr
+    rows = list(csv.DictReader(done.stdout.splitlines()))
+    scores = {Path(r["submission"]).name: (r["score"], r["max_score"]) for r in rows}
+    assert scores == {"alice.py": ("4", "4"), "bob.py": ("0", "4"), "carol.py": ("0", "4")}
+
+
+def test_watch_reports_what_changed_between_runs() -> None:
+    from grading.report import Grade, changes
+    from grading.sandbox import Check, Result
+
+    check = Check("hidden::test_x", "The x rule.", "hidden", "correctness", 2.0, 10.0)
+    before = Grade("e", "s.py", [Result(check, "failed", "boom")], 1.0)
+    after = Grade("e", "s.py", [Result(check, "passed")], 1.0)
+    assert changes(None, after) == []
+    assert changes(before, after) == ["since the last run: score 0 -> 2",
+                                      "  now passing: The x rule."]
+    assert changes(after, before)[1] == "  now failing: The x rule."
