@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile("dev", deadline=None)
 settings.register_profile(
@@ -19,5 +19,8 @@ settings.register_profile(
     deadline=None,
     print_blob=False,
     suppress_health_check=[HealthCheck.too_slow],
+    # A failing check reports its first minimal example; explaining it costs many seconds.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    report_multiple_bugs=False,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -101,7 +101,7 @@ def _metadata(item: pytest.Item) -> dict[str, Any]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
     config.addinivalue_line("markers", f"category(name): one of {', '.join(CATEGORIES)}")
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
 
     settings.register_profile(
         "grading",
@@ -110,6 +110,9 @@ def pytest_configure(config: pytest.Config) -> None:
         deadline=None,
         print_blob=False,
         suppress_health_check=[HealthCheck.too_slow],
+        # A failing check reports its first minimal example; explaining it costs many seconds.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        report_multiple_bugs=False,
     )
     settings.load_profile("grading")
 

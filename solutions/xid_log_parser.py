@@ -14,6 +14,7 @@ import gzip
 import heapq
 import io
 import json
+import os
 import re
 import sys
 import zlib
@@ -34,7 +35,8 @@ class Action(StrEnum):
 
 
 # A StrEnum compares as text ("hardware" < "ignore"), so severity needs its own rank.
-_RANK: dict[Action, int] = {action: rank for rank, action in enumerate(Action)}
+_ACTIONS = list(Action)
+_RANK: dict[Action, int] = {action: rank for rank, action in enumerate(_ACTIONS)}
 
 
 class MalformedXidLine(ValueError):
@@ -195,8 +197,6 @@ class _Gpu:
         codes = dict(sorted(self.codes.items()))
         return GpuReport(key[0], key[1], self.events, codes, _ACTIONS[self.rank])
 
-
-_ACTIONS = list(Action)
 
 
 class _Tally:
@@ -397,10 +397,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     failed: list[str] = []
     summary = summarize(_lines(args.files, failed), top=args.top, default_host=args.host)
-    if args.format == "json":
-        print(json.dumps(dataclasses.asdict(summary), indent=2))
-    else:
-        print(_text(summary))
+    report = json.dumps(dataclasses.asdict(summary), indent=2) if args.format == "json" else None
+    try:
+        print(report or _text(summary))
+    except BrokenPipeError:  # the reader left (`| head`): no traceback, and no failed flush at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1 if failed else 0
 
 

@@ -133,3 +133,27 @@ def test_readme_lists_every_exercise() -> None:
     listed = set(re.findall(r"^\| \[?`?(\w+)`?\]?", readme, re.MULTILINE))
     missing = [e.name for e in EXERCISES if e.name not in listed]
     assert not missing, f"README.md's exercise table lacks {missing}"
+
+
+def _graded_table(statement: str) -> dict[str, float]:
+    """Points by category from the statement's "What is graded" table."""
+    section = statement.split("## What is graded", 1)[-1].split("\n## ", 1)[0]
+    points: dict[str, float] = {}
+    for line in section.splitlines():
+        cells = [c.strip().strip("*`") for c in line.strip().strip("|").split("|")]
+        category = cells[0].lower().replace(" ", "_") if cells else ""
+        numbers = [c for c in cells[1:] if c.isdigit()]
+        if category in ("correctness", "edge_cases", "bad_input", "concurrency", "performance") \
+                and len(numbers) == 1:
+            points[category] = float(numbers[0])
+    return points
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_statement_points_match_the_checks(exercise: catalog.Exercise) -> None:
+    stated = _graded_table(exercise.statement.read_text(encoding="utf-8"))
+    actual: dict[str, float] = {}
+    for check in checks_of(exercise.name):
+        actual[check.category] = actual.get(check.category, 0.0) + check.points
+    assert stated == actual, (f"{exercise.statement.relative_to(ROOT)} says {stated} under "
+                              f"'What is graded'; the checks carry {actual}")
