@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 from billing import BillingRun, Invoice, LineItem, Rejection, RejectReason, UsageRecord, bill
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 PERIOD_START = datetime(2026, 3, 1, tzinfo=UTC)
@@ -132,6 +132,7 @@ def _records(draw: st.DrawFn, valid: bool = False) -> list[UsageRecord]:
     return out
 
 
+@settings(max_examples=50)
 @example(records=EXAMPLE_1 + EXAMPLE_3, rnd=random.Random(1))
 @given(records=_records(), rnd=st.randoms(use_true_random=False))
 def test_result_does_not_depend_on_input_order(
@@ -146,6 +147,7 @@ def test_result_does_not_depend_on_input_order(
     )
 
 
+@settings(max_examples=50)
 @example(records=EXAMPLE_2, which=3, permille=500)
 @given(records=_records(valid=True), which=st.integers(0, 20), permille=st.integers(0, 1000))
 def test_splitting_a_record_changes_no_invoice(
@@ -166,6 +168,7 @@ def test_splitting_a_record_changes_no_invoice(
     assert split == whole, f"splitting {victim} at {cut} changed invoices {whole} to {split}"
 
 
+@settings(max_examples=50)
 @example(records=EXAMPLE_1 + EXAMPLE_3)
 @given(records=_records())
 def test_every_record_id_is_billed_or_rejected_exactly_once(records: list[UsageRecord]) -> None:

@@ -1,6 +1,7 @@
 """Each record is rounded to cents before the line sums them.
 
 Caught by: test_a_line_is_rounded_once_not_each_record
+Caught by: test_splitting_a_billed_record_changes_no_invoice
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Each record's time is rounded up to whole minutes.
 
 Caught by: test_partial_hours_are_billed_by_the_second
+Caught by: test_splitting_a_billed_record_changes_no_invoice
 """
 
 from __future__ import annotations
