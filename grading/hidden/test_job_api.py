@@ -106,7 +106,7 @@ class _Api:
         """Page through GET /jobs; `between` runs after each page but the last."""
         items: list[dict[str, Any]] = []
         params: dict[str, Any] = {"limit": limit} | ({"state": state} if state else {})
-        for _ in range(10_000):
+        for _ in range(300):  # more pages than any test has jobs: a cursor that never ends
             r = self.call("GET", "/jobs", params=params)
             assert r.status_code == 200, f"GET /jobs {params} answered {r.status_code} {r.text}"
             page = r.json()
@@ -815,13 +815,13 @@ def _page_time(api: _Api) -> float:
 @pytest.mark.timeout(90)
 def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
     """A page costs about the same with 8x more jobs (a keyset query, not a scan)."""
-    wide = _JOB | {"command": ["--flag"] * 6000}  # rows a scan must decode: the cost is visible
+    wide = _JOB | {"command": ["--flag"] * 4000}  # rows a scan must decode: the cost is visible
     with start_blocking_portal() as portal:  # one event loop and one thread pool for both apps
         few = _Api(job_api.create_app(clock=_Clock()), portal)
         many = _Api(job_api.create_app(clock=_Clock()), portal)
-        for _ in range(16):
+        for _ in range(12):
             few.create(wide)
-        for _ in range(128):
+        for _ in range(96):
             many.create(wide)
         # Paired rounds, the order alternating: each ratio compares two requests made moments
         # apart, so load on the machine hits both alike; the median ignores rounds a burst of
@@ -840,5 +840,5 @@ def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
             portal.call(many.client.aclose)
         ratio = statistics.median(ratios)
     assert ratio < 2.5, (
-        f"a page of 1 took {ratio:.1f}x longer at 128 jobs than at 16 (median of 31 paired"
-        " requests); expected about 1x and at most 2.5x (a scan of every job gives about 8x)")
+        f"a page of 1 took {ratio:.1f}x longer at 96 jobs than at 12 (median of 31 paired"
+        " requests); expected about 1x and at most 2.5x (a scan of every job gives about 5x)")
