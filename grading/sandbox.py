@@ -110,8 +110,10 @@ def collect(exercise: Exercise, limits: Limits = Limits()) -> list[Check]:
     with contextlib.suppress(OSError):
         cache.parent.mkdir(parents=True, exist_ok=True)
         for stale in cache.parent.glob(f"{exercise.name}-*.json"):
-            stale.unlink()
-        cache.write_text(json.dumps([c.__dict__ for c in checks]), encoding="utf-8")
+            stale.unlink(missing_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps([c.__dict__ for c in checks]), encoding="utf-8")
+        partial.replace(cache)  # readers see the whole file or none
     return checks
 
 

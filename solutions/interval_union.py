@@ -54,8 +54,11 @@ def _merged(intervals: Iterable[Interval], gpu: str | None) -> list[Interval]:
 def merge(intervals: Iterable[Interval]) -> list[Interval]:
     """The union of ``intervals`` as sorted, disjoint, non-touching, non-empty intervals.
 
+    Empty intervals (``start == end``) are ignored; touching intervals join.
+
     Raises:
-        ValueError: an interval has ``start > end`` or a NaN or infinite bound.
+        ValueError: an interval has ``start > end`` or a NaN or infinite bound
+            (the message names the interval).
         TypeError: an item is not a pair of numbers.
 
     >>> merge([(3, 5), (0, 1), (1, 2), (4, 4)])
@@ -81,9 +84,10 @@ def coverage(busy: Mapping[str, Iterable[Interval]], at_least: int) -> list[Inte
 
     ``busy`` maps each GPU to its busy intervals; a GPU counts once however many of its own
     intervals overlap, and a GPU listed with no intervals still counts towards ``len(busy)``.
+    ``at_least`` greater than ``len(busy)`` gives ``[]``.
 
     Raises:
-        ValueError: ``at_least < 1``, or a bad interval (the message names the GPU).
+        ValueError: ``at_least < 1``, or a bad interval (the message names it and its GPU).
         TypeError: an item is not a pair of numbers.
 
     >>> coverage({"a": [(0, 4)], "b": [(2, 6)], "c": [(3, 5), (4, 8)]}, 2)

@@ -1,6 +1,6 @@
 """coverage asks every GPU about every elementary segment: quadratic time.
 
-The answers are right, but 8x the intervals costs ~64x the time.
+The answers are right, but 16x the intervals costs ~256x the time.
 
 Caught by: test_coverage_time_grows_like_n_log_n
 """

@@ -1,6 +1,6 @@
 """merge compares each interval with every interval merged so far: quadratic time.
 
-The answers are right, but 8x the intervals costs ~64x the time.
+The answers are right, but 16x the intervals costs ~256x the time.
 
 Caught by: test_merge_time_grows_like_n_log_n
 """

@@ -146,14 +146,15 @@ class _BodyLimit:
 
 
 class _Store:
-    """The jobs, the idempotency records and the cursor secret, in one SQLite database.
-
-    Invariants: every access holds `_lock` (one connection shared by the worker threads);
-    a job and the idempotency record that created it are committed in one transaction, so a
-    key is either absent or maps to a complete stored response; a failed request commits nothing.
-    """
+    """The jobs, the idempotency records and the cursor secret, in one SQLite database."""
 
     def __init__(self, database: str) -> None:
+        # Invariants:
+        # - every use of `_db` holds `_lock`: one connection, shared by FastAPI's worker threads;
+        # - a job and the idempotency record that created it commit in one transaction, so a key
+        #   is absent or maps to a complete stored response, never to a request in flight;
+        # - a request that fails rolls back: it leaves no job and no key behind;
+        # - `secret` never changes once written, so cursors outlive a restart.
         self._db = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.Lock()
