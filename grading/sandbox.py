@@ -265,7 +265,9 @@ def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
 def _child_env(lib: Path, tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "PYTHON", "HYPOTHESIS", "COV_"))}
-    env.update(PYTHONPATH=str(lib), PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1",
+    # Bytecode is written (the variable is dropped above): a child that compiled pytest and
+    # hypothesis from source would spend seconds on every run.
+    env.update(PYTHONPATH=str(lib), PYTHONHASHSEED="0",
                TMPDIR=str(tmp), NO_COLOR="1")
     return env
 
