@@ -77,8 +77,8 @@ def _visibility(item: pytest.Item) -> str:
 
 def _metadata(item: pytest.Item) -> dict[str, Any]:
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
-    lines = [line.strip() for line in doc.strip().splitlines()]
-    name = lines[0] if lines and lines[0] else item.name.removeprefix("test_").replace("_", " ")
+    summary = doc.strip().split("\n\n", 1)[0]  # the first line, or its wrapped paragraph
+    name = " ".join(summary.split()) or item.name.removeprefix("test_").replace("_", " ")
     callspec = getattr(item, "callspec", None)
     if callspec is not None:
         name = f"{name} [{callspec.id}]"
