@@ -60,13 +60,11 @@ def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str
     assert results, f"no check of {named} was run against {mutant.name}"
 
 
-_REGRADES = [
-    pytest.param((e.name, e.solution, (), again), id=f"{e.name}-reference-{again}")
-    for e in EXERCISES for again in (1, 2)
-] + [
-    pytest.param((e.name, m, tuple(caught_by(m)), 1), id=f"{e.name}-{m.stem}")
-    for e in EXERCISES for m in e.mutants
-]
+# Every reference is graded a second time; its outcomes must not move. (Mutants are graded once:
+# their test pins the verdict of the checks they name, and a second pass over ~90 of them would
+# double the suite's running time.)
+_REGRADES = [pytest.param((e.name, e.solution, (), 1), id=f"{e.name}-reference")
+             for e in EXERCISES]
 
 
 @pytest.mark.slow
