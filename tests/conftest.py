@@ -1,5 +1,5 @@
-"""Start every grading job as soon as the tests are collected, two at a time, in test order,
-so the slow part of the suite (grading references and mutants) runs while tests wait."""
+"""Start the slow work as soon as the tests are collected: every grading job, two at a time, in
+test order, and each selected module's `start_background()`, so it all runs while tests wait."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from tests.helpers import cancel_pending, prefetch
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    modules = {item.module for item in items if isinstance(item, pytest.Function)}
+    for module in modules:
+        start = getattr(module, "start_background", None)
+        if start is not None:
+            start()  # a module's slow background work (type checks, attacks) begins now
     for item in items:
         callspec = getattr(item, "callspec", None)
         job = callspec.params.get("job") if callspec is not None else None

@@ -1,12 +1,12 @@
-"""The grader as a user drives it: usage errors, formats, and submissions that misbehave.
+"""The grader as a user drives it: usage errors, formats, the wall limit, a syntax error, a
+stack of submissions. (Submissions that attack the grader are in test_hostile.py.)
 
-Misbehaving submissions are made here from the token_bucket reference with one change each, and
-graded on a few checks so the suite stays fast.
+Submissions are made here from the token_bucket reference with one change each, and graded on a
+few checks so the suite stays fast.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -20,7 +20,6 @@ _REFERENCE = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8"
 _CHECKS = ["--check", "test_a_new_bucket_is_full",
            "--check", "test_an_allowed_request_deducts_its_tokens",
            "--check", "test_retry_after_counts_what_is_available"]
-_AVAILABLE = '        """Tokens available now, after the lazy refill."""\n'
 
 
 def _submission(tmp_path: Path, old: str, new: str, name: str = "submission.py") -> Path:
@@ -134,29 +133,6 @@ def test_text_report_ends_with_the_score_and_reports_mypy() -> None:
 # --- submissions that misbehave -----------------------------------------------------------------
 
 
-def test_a_check_that_hangs_times_out_and_the_rest_are_graded(tmp_path: Path) -> None:
-    sub = _submission(tmp_path, _AVAILABLE, _AVAILABLE + "        while True:\n            pass\n")
-    started = time.monotonic()
-    code, grade = _grade_json("--submission", str(sub), "--timeout", "2", *_CHECKS)
-    assert code == 1
-    assert _statuses(grade) == {"test_a_new_bucket_is_full": "timeout",
-                                "test_an_allowed_request_deducts_its_tokens": "timeout",
-                                "test_retry_after_counts_what_is_available": "passed"}
-    assert grade["score"] == 3
-    assert time.monotonic() - started < 30
-
-
-def test_a_hang_that_ignores_the_timeout_signal_is_killed_and_resumed(tmp_path: Path) -> None:
-    hang = ("        import signal\n        signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
-            "        while True:\n            pass\n")
-    sub = _submission(tmp_path, _AVAILABLE, _AVAILABLE + hang)
-    code, grade = _grade_json("--submission", str(sub), "--timeout", "1", *_CHECKS)
-    assert code == 1
-    statuses = _statuses(grade)
-    assert statuses["test_retry_after_counts_what_is_available"] == "passed"
-    assert statuses["test_a_new_bucket_is_full"] == "timeout"
-
-
 def test_the_wall_limit_ends_a_run_of_hanging_checks(tmp_path: Path) -> None:
     hang = ("        import signal\n        signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
             "        while True:\n            pass\n")
@@ -168,27 +144,6 @@ def test_the_wall_limit_ends_a_run_of_hanging_checks(tmp_path: Path) -> None:
     assert time.monotonic() - started < 4 + 15, "the run outlived its wall limit"
     assert code == 1 and grade["score"] == 0
     assert set(_statuses(grade).values()) == {"timeout"}
-
-
-def test_os_exit_in_a_call_fails_that_check_only(tmp_path: Path) -> None:
-    sub = _submission(tmp_path, "        amount = _request(tokens, self._capacity)\n",
-                      "        amount = _request(tokens, self._capacity)\n"
-                      "        if amount == 2.5:\n            import os\n            os._exit(0)\n")
-    code, grade = _grade_json("--submission", str(sub), *_CHECKS)
-    assert code == 1
-    assert _statuses(grade) == {"test_a_new_bucket_is_full": "passed",
-                                "test_an_allowed_request_deducts_its_tokens": "crashed",
-                                "test_retry_after_counts_what_is_available": "passed"}
-    assert grade["score"] == 5
-
-
-@pytest.mark.parametrize("exit_call", ["sys.exit(0)", "os._exit(0)"])
-def test_exiting_at_import_earns_nothing(tmp_path: Path, exit_call: str) -> None:
-    sub = tmp_path / "submission.py"
-    sub.write_text(f"import os, sys\n{exit_call}\n" + _REFERENCE, encoding="utf-8")
-    code, grade = _grade_json("--submission", str(sub), *_CHECKS)
-    assert code == 1 and grade["score"] == 0
-    assert all(s != "passed" for s in _statuses(grade).values())
 
 
 def test_a_syntax_error_fails_every_check_with_the_error(tmp_path: Path) -> None:
@@ -211,8 +166,3 @@ def test_grading_a_stack_gives_one_report_per_submission(tmp_path: Path) -> None
     assert scores["alice.py"] == 6 and scores["bob.py"] < 6, scores
 
 
-def test_the_same_submission_always_gets_the_same_report() -> None:
-    first = _grade_json("--reference", *_CHECKS)[1]
-    second = _grade_json("--reference", *_CHECKS)[1]
-    assert _statuses(first) == _statuses(second)
-    assert json.dumps(first["score"]) == json.dumps(second["score"])

@@ -15,28 +15,52 @@ import pytest
 from tests.helpers import EXERCISES, ROOT
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, check=False)
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    out, _ = proc.communicate(timeout=600)
+    return proc.returncode, out
+
+
+_JOBS: dict[str, subprocess.Popen[str]] = {}
+
+
+def start_background() -> None:
+    """Called when these tests are selected: the checks run beside the grading jobs."""
+    if _JOBS:
+        return
+    stubs = [str(p.relative_to(ROOT)) for e in EXERCISES for p in (e.stub, e.visible_tests)]
+    references = [str(e.solution.relative_to(ROOT)) for e in EXERCISES]
+    hidden = [str(e.hidden_tests.relative_to(ROOT)) for e in EXERCISES]
+    _JOBS["stubs"] = _start("mypy", "--strict", "--cache-dir", ".mypy_cache/stubs",
+                            "exercises/conftest.py", *stubs)
+    _JOBS["tree"] = _start("mypy", "--strict", "--cache-dir", ".mypy_cache/tree",
+                           "--exclude", "grading/hidden|tests/mutants", "grader.py", "grading",
+                           "tests", *references, *hidden)
+    _JOBS["ruff"] = _start("ruff", "check", ".")
+
+
+def _result(name: str) -> tuple[int, str]:
+    start_background()
+    return _finish(_JOBS[name])
 
 
 @pytest.mark.timeout(600)
 def test_stubs_and_visible_tests_pass_mypy_strict() -> None:
-    files = [str(p.relative_to(ROOT)) for e in EXERCISES for p in (e.stub, e.visible_tests)]
-    done = _run("mypy", "--strict", "exercises/conftest.py", *files)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, out = _result("stubs")
+    assert code == 0, out
 
 
 @pytest.mark.timeout(600)
 def test_grader_references_and_hidden_tests_pass_mypy_strict() -> None:
-    solutions = [str(e.solution.relative_to(ROOT)) for e in EXERCISES]
-    hidden = [str(e.hidden_tests.relative_to(ROOT)) for e in EXERCISES]
-    done = _run("mypy", "--strict", "--exclude", "grading/hidden|tests/mutants", "grader.py",
-                "grading", "tests", *solutions, *hidden)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, out = _result("tree")
+    assert code == 0, out
 
 
 @pytest.mark.timeout(300)
 def test_ruff_check_is_clean() -> None:
-    done = _run("ruff", "check", ".")
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, out = _result("ruff")
+    assert code == 0, out
