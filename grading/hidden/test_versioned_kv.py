@@ -383,16 +383,17 @@ def test_any_sequence_of_operations_matches_the_model() -> None:
 
 
 def _best_of(repeats: int, *runs: Callable[[], object]) -> list[float]:
-    """The fastest of `repeats` timings of each run, interleaved so noise hits them alike."""
+    """The least CPU time (this thread's: other processes do not count) of each run over
+    `repeats` rounds, interleaved so what noise remains hits them alike."""
     best = [float("inf")] * len(runs)
     enabled = gc.isenabled()
     gc.disable()
     try:
         for _ in range(repeats):
             for i, run in enumerate(runs):
-                start = time.perf_counter()
+                start = time.thread_time()
                 run()
-                best[i] = min(best[i], time.perf_counter() - start)
+                best[i] = min(best[i], time.thread_time() - start)
     finally:
         if enabled:
             gc.enable()
