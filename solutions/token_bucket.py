@@ -59,7 +59,9 @@ class _Bucket:
         self.last = max(self.last, now)
 
     def acquire(self, now: float, tokens: float, capacity: float, rate: float) -> Decision:
-        self.refill(now, capacity, rate)
+        if now > self.last:  # `refill`, inlined: this is the hot path
+            self.tokens = min(capacity, self.tokens + (now - self.last) * rate)
+            self.last = now
         if tokens <= self.tokens:
             self.tokens -= tokens
             return _ALLOWED
@@ -126,6 +128,8 @@ class TokenBucket:
 
 
 def _request(tokens: object, capacity: float) -> float:
+    if type(tokens) is float and 0.0 < tokens <= capacity:
+        return tokens  # the common case, without the slow abstract-class check below
     if isinstance(tokens, bool) or not isinstance(tokens, Real):
         raise TypeError(f"tokens must be a number, got {tokens!r}")
     amount = float(tokens)

@@ -1,0 +1,1 @@
+"""Benchmarks of the reference solutions and the grader: `python -m bench [NAME...]`."""

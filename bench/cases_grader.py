@@ -1,0 +1,81 @@
+"""The grader: a reference graded by `grader.py` vs a bare pytest run of the same test files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.core import ROOT, SOLUTIONS, Context, Row, ratio_note
+
+# Grading every reference twice (graded, bare) costs minutes on a loaded 2-core machine, so the
+# default run samples one exercise; `--grade-all` grades them all.
+SAMPLE = ("interval_union",)
+ALL = ("billing", "interval_union", "job_api", "micro_batcher", "token_bucket", "versioned_kv",
+       "xid_log_parser")
+
+_CONFTEST = """\
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("grading", derandomize=True, database=None, deadline=None,
+                          print_blob=False, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("grading")
+"""
+_INI = """\
+[pytest]
+timeout = 10
+markers =
+    points(n): points
+    category(name): category
+    hidden: hidden
+"""
+
+
+def _wall(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=False)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()[-3:]
+        raise RuntimeError(f"{' '.join(argv[1:4])} exited {done.returncode}: {' | '.join(tail)}")
+    return took
+
+
+def _bare_pytest(name: str, tmp: Path) -> float:
+    """pytest alone on the reference and the visible and hidden tests, laid out as the grader
+    lays them out, with the grader's hypothesis profile and hash seed: no sandbox, no channel."""
+    work = tmp / name
+    work.mkdir()
+    for data in (ROOT / "exercises" / name).iterdir():  # sample logs and the like
+        if data.is_file() and data.suffix not in (".py", ".md"):
+            shutil.copyfile(data, work / data.name)
+    shutil.copyfile(SOLUTIONS / f"{name}.py", work / f"{name}.py")
+    shutil.copyfile(ROOT / "exercises" / name / f"test_{name}.py", work / f"test_{name}.py")
+    shutil.copyfile(ROOT / "grading" / "hidden" / f"test_{name}.py",
+                    work / f"test_{name}_hidden.py")
+    (work / "conftest.py").write_text(_CONFTEST)
+    (work / "pytest.ini").write_text(_INI)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "PYTHON", "HYPOTHESIS"))}
+    env.update(PYTHONHASHSEED="0")
+    return _wall([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"],
+                 work, env)
+
+
+def grader(ctx: Context, names: tuple[str, ...] = SAMPLE) -> list[Row]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-grader-") as tmp:
+        for name in names:
+            ctx.progress(f"grader: grading {name} (graded, then bare pytest)")
+            graded = _wall([sys.executable, "grader.py", name, "--reference", "--no-mypy",
+                            "--format", "json"], ROOT, dict(os.environ))
+            bare = _bare_pytest(name, Path(tmp))
+            rows.append(Row("grader", f"{name}: graded / bare pytest, same tests", graded / bare,
+                            "x", "report", None, ratio_note(graded, bare, "graded", "bare")))
+            rows.append(Row("grader", f"{name}: graded wall time", graded, "s", "<= 5 s", 5.0,
+                            "the one absolute figure: the issue sets it in seconds"))
+    return rows
