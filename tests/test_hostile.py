@@ -9,7 +9,6 @@ All attacks are graded two at a time when the module is first used.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
@@ -156,6 +155,9 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
     assert v.grade["score"] == sum(c["max_points"] for c in checks if c["status"] == "passed")
 
 
+# Attacks at import time that earn nothing at all (the stub, or a module that exits).
+_AT_IMPORT = {"os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
+              "deletes_test_files", "writes_a_conftest", "patches_pytest"}
 _LOST = {"failed", "timeout", "crashed"}  # where the exact verdict depends on the machine
 _EXPECTED: dict[str, dict[str, set[str]]] = {
     "hang_at_import": {_FIRST: {"timeout"}, _MIDDLE: {"timeout"}, _LAST: {"timeout"}},
@@ -184,15 +186,11 @@ def test_attack_costs_only_the_checks_it_hits(name: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", ["os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
-                                  "deletes_test_files", "writes_a_conftest", "patches_pytest"])
+@pytest.mark.parametrize("name", sorted(_AT_IMPORT))
 def test_attack_at_import_earns_nothing(name: str) -> None:
     v = verdict(name)
     assert v.grade["score"] == 0, {c["id"]: c["status"] for c in v.grade["checks"]}
 
 
 def test_every_attack_is_pinned() -> None:
-    pinned = set(_EXPECTED) | {"os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
-                               "deletes_test_files", "writes_a_conftest", "patches_pytest"}
-    assert pinned == set(ATTACKS)
-    assert os.name == "posix"
+    assert set(_EXPECTED) | _AT_IMPORT == set(ATTACKS)
