@@ -1,4 +1,5 @@
-"""The grader: a reference graded by `grader.py` vs a bare pytest run of the same test files."""
+"""The grader: a reference graded by `grader.py` vs a bare pytest run of the same test files, and
+a stack of submissions with children forked from the fork server vs each started afresh."""
 
 from __future__ import annotations
 
@@ -35,11 +36,11 @@ markers =
 """
 
 
-def _wall(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+def _wall(argv: list[str], cwd: Path, env: dict[str, str], codes: tuple[int, ...] = (0,)) -> float:
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=False)
     took = time.perf_counter() - start
-    if done.returncode != 0:
+    if done.returncode not in codes:
         tail = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()[-3:]
         raise RuntimeError(f"{' '.join(argv[1:4])} exited {done.returncode}: {' | '.join(tail)}")
     return took
@@ -78,4 +79,25 @@ def grader(ctx: Context, names: tuple[str, ...] = SAMPLE) -> list[Row]:
                             "x", "report", None, ratio_note(graded, bare, "graded", "bare")))
             rows.append(Row("grader", f"{name}: graded wall time", graded, "s", "<= 5 s", 5.0,
                             "the one absolute figure: the issue sets it in seconds"))
+    rows.append(_stack(ctx, "interval_union"))
     return rows
+
+
+# Visible checks that every mutant of interval_union reaches: the stack's time is start-up.
+_STACK_CHECKS = ("test_example_1_merge_joins_touching_and_drops_empty_intervals",
+                 "test_example_2_a_gpu_counts_once",
+                 "test_example_3_touching_gpus_are_never_busy_together")
+
+
+def _stack(ctx: Context, name: str) -> Row:
+    """A stack of submissions (the exercise's mutants) on three quick checks each: per-child
+    start-up with the fork server against a fresh `python -m pytest` per child."""
+    mutants = ROOT / "tests" / "mutants" / name
+    count = len(list(mutants.glob("*.py")))
+    ctx.progress(f"grader: a stack of {count} {name} mutants, forked then started afresh")
+    argv = [sys.executable, "grader.py", name, "--submission", str(mutants), "--no-mypy",
+            "--format", "json", *(a for c in _STACK_CHECKS for a in ("--check", c))]
+    forked = _wall(argv, ROOT, dict(os.environ), codes=(0, 1))
+    fresh = _wall(argv, ROOT, {**os.environ, "GRADER_NO_FORK_SERVER": "1"}, codes=(0, 1))
+    return Row("grader", f"{name}: stack of {count} x 3 checks, forked / fresh", forked / fresh,
+               "x", "report", None, ratio_note(forked, fresh, "forked", "fresh"))

@@ -1,12 +1,12 @@
 """Run pytest on one submission in a child process and turn what it reports into results.
 
 Each child gets a fresh work directory holding the submission (as `NAME.py`) and the two test
-files, runs in its own session under resource limits, and reports over a channel file (see
-`plugin.py`). A watchdog here enforces each check's time limit and the run's wall limit. A check
-that never reports (the child crashed, hung, or exited) is failed with the reason, and a new
-child resumes the run without the checks already recorded, so one bad check costs only its own
-points. The check list itself (names, points) always comes from collecting the trusted stub,
-never from the submission's run.
+files, runs in its own process group under resource limits (started by `forkserver.py`), and
+reports over a channel file (see `plugin.py`). A watchdog here enforces each check's time limit
+and the run's wall limit. A check that never reports (the child crashed, hung, or exited) is
+failed with the reason, and a new child resumes the run without the checks already recorded, so
+one bad check costs only its own points. The check list itself (names, points) always comes
+from collecting the trusted stub, never from the submission's run.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from grading import forkserver
 from grading.catalog import ROOT, Exercise
 
 CACHE = ROOT / ".grader" / "checks"
@@ -176,37 +177,38 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     rlimits = {"memory": limits.memory, "file_size": limits.file_size,
                "open_files": limits.open_files,
                "cpu": int(max(1, deadline - time.monotonic())) + 5}
-    argv = [sys.executable, str(lib / "_boot.py"), json.dumps(rlimits), "-m", "pytest",
-            "-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
+    args = ["-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
             "-p", "no:cacheprovider", "-q", "--no-header", "-rN"]
     only = config.get("only")  # a file none of whose checks is wanted is not even imported
     if only is None or any(i.startswith("visible::") for i in only):
-        argv.append(f"test_{exercise.name}.py")
+        args.append(f"test_{exercise.name}.py")
     if only is None or any(i.startswith("hidden::") for i in only):
-        argv.append(f"test_{exercise.name}_hidden.py")
+        args.append(f"test_{exercise.name}_hidden.py")
     if config["mode"] == "collect":
-        argv.append("--collect-only")
-    with output.open("wb") as out:
-        proc = subprocess.Popen(argv, cwd=work, env=_child_env(lib, tmp), stdin=subprocess.PIPE,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    assert proc.stdin is not None
-    with contextlib.suppress(OSError):  # a child already gone is handled below
-        proc.stdin.write(json.dumps({**config, "token": token, "channel": str(channel),
-                                     "timeout": limits.timeout}).encode())
-        proc.stdin.close()
+        args.append("--collect-only")
+    stdin_read, stdin_write = os.pipe()
+    try:
+        with output.open("wb") as out:
+            proc = _start(args, work, lib, tmp, rlimits, stdin_read, out.fileno())
+    finally:
+        os.close(stdin_read)
+    with contextlib.suppress(OSError), open(stdin_write, "wb") as stdin:
+        # A child already gone is handled below.
+        stdin.write(json.dumps({**config, "token": token, "channel": str(channel),
+                                "timeout": limits.timeout}).encode())
     child = _Child()
     reader = _ChannelReader(channel, token)
     try:
         killed_for = _watch(proc, reader, child, results, progress, limits, deadline)
     finally:
-        _kill(proc)
+        code = _kill(proc)
         for record in reader.records():
             _apply(child, record, results, progress)
         reader.close()
     if killed_for:
         _settle(child, results, "timeout", killed_for)
     elif not child.done:
-        _settle(child, results, "crashed", _exit_reason(proc.returncode, output))
+        _settle(child, results, "crashed", _exit_reason(code, output))
     elif child.collected is not None:
         missing = [results[i] for i in config.get("only", ()) if i not in child.collected]
         why = (f"the check could not be collected: {child.collect_errors[0]}"
@@ -214,6 +216,18 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                "the check was not collected (were the test files changed while it ran?)")
         _fail(missing, "error", why)
     return child
+
+
+def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str, int],
+           stdin: int, out: int) -> forkserver.Process:
+    """`python -m pytest ARGS` in `work`, in its own process group, under `rlimits`."""
+    env = _child_env(lib, tmp)
+    forked = forkserver.spawn(args, work, env, _child_env(None, None), rlimits, stdin, out)
+    if forked is not None:
+        return forked
+    return subprocess.Popen([sys.executable, str(lib / "_boot.py"), json.dumps(rlimits), "-m",
+                             "pytest", *args], cwd=work, env=env, stdin=stdin, stdout=out,
+                            stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _library(tmp: Path, limits: Limits) -> Path:
@@ -229,7 +243,7 @@ def _library(tmp: Path, limits: Limits) -> Path:
     return lib
 
 
-def _watch(proc: subprocess.Popen[bytes], reader: _ChannelReader, child: _Child,
+def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
            results: dict[str, Result], progress: Progress | None, limits: Limits,
            deadline: float) -> str:
     """Follow the child until it exits; return why it had to be killed ("" if it was not)."""
@@ -263,13 +277,15 @@ def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
     shutil.copyfile(exercise.hidden_tests, work / f"test_{exercise.name}_hidden.py")
 
 
-def _child_env(lib: Path, tmp: Path) -> dict[str, str]:
+def _child_env(lib: Path | None, tmp: Path | None) -> dict[str, str]:
+    """The child's environment; without `lib` and `tmp`, the part every child shares."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "PYTHON", "HYPOTHESIS", "COV_"))}
+           if not k.startswith(("PYTEST_", "PYTHON", "HYPOTHESIS", "COV_", "GRADER_"))}
     # Bytecode is written (the variable is dropped above): a child that compiled pytest and
     # hypothesis from source would spend seconds on every run.
-    env.update(PYTHONPATH=str(lib), PYTHONHASHSEED="0",
-               TMPDIR=str(tmp), NO_COLOR="1")
+    env.update(PYTHONHASHSEED="0", NO_COLOR="1")
+    if lib is not None and tmp is not None:
+        env.update(PYTHONPATH=str(lib), TMPDIR=str(tmp))
     return env
 
 
@@ -319,7 +335,9 @@ def _settle(child: _Child, results: dict[str, Result], status: str, reason: str)
 
 
 def _exit_reason(code: int | None, output: Path) -> str:
-    if code is not None and code < 0:
+    if code == forkserver.LOST:
+        what = "the process that watched the child was killed (by the submission?)"
+    elif code is not None and code < 0:
         try:
             what = f"killed by {signal.Signals(-code).name}"
         except ValueError:
@@ -347,10 +365,11 @@ def _tail(output: Path, lines: int = 3) -> str:
     return " | ".join(kept[-lines:])
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
+def _kill(proc: forkserver.Process) -> int:
+    """Kill the child's process group (what it left running too); its exit status."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    return proc.wait()
 
 
 class _ChannelReader:

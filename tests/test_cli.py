@@ -166,3 +166,19 @@ def test_grading_a_stack_gives_one_report_per_submission(tmp_path: Path) -> None
     assert scores["alice.py"] == 6 and scores["bob.py"] < 6, scores
 
 
+
+
+def test_children_started_without_the_fork_server_grade_the_same() -> None:
+    interval_union = next(e for e in EXERCISES if e.name == "interval_union")
+    stack = [a for path in (interval_union.solution, interval_union.mutants[0])
+             for a in ("--submission", str(path))]
+    outcomes = []
+    for env in ({}, {"GRADER_NO_FORK_SERVER": "1"}):
+        done = run_grader(["interval_union", "--no-mypy", "--format", "json", *stack], env=env)
+        assert done.code == 1, done.stderr
+        outcomes.append({(g["submission"], c["id"]): (c["status"], c["falsifying_example"])
+                         for g in done.json_lines() for c in g["checks"]})
+    forked, execed = outcomes
+    assert forked == execed
+    assert {status for status, _ in forked.values()} == {"passed", "failed"}
+    assert any(example for _, example in forked.values()), "no falsifying example to compare"

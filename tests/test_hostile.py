@@ -9,8 +9,6 @@ All attacks are graded two at a time when the module is first used.
 
 from __future__ import annotations
 
-import re
-import subprocess
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -86,6 +84,20 @@ ATTACKS: dict[str, str] = {
                                 "_pytest.python.Function.runtest = lambda self: None\\n')"),
     "patches_pytest": _forge("import _pytest.python\n"
                              "_pytest.python.Function.runtest = lambda self: None"),
+    "escapes_into_a_new_session": _inject(_IMPORT, "import subprocess\n"
+                                          "subprocess.Popen(['sleep', '600'], "
+                                          "start_new_session=True)"),
+    # The grader's fork server and the process watching this child run as the same user.
+    "kills_the_fork_server": _inject(_IMPORT, "import os, signal\n"
+                                     "pid = os.getppid()\n"
+                                     "while pid > 1:\n"
+                                     "    with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
+                                     "        serving = b'--serve' in f.read()\n"
+                                     "    with open(f'/proc/{pid}/stat') as f:\n"
+                                     "        parent = int(f.read().rsplit(')', 1)[1].split()[1])\n"
+                                     "    if serving:\n"
+                                     "        os.kill(pid, signal.SIGKILL)\n"
+                                     "    pid = parent"),
 }
 
 
@@ -95,28 +107,44 @@ class Verdict:
     seconds: float
     grade: dict[str, Any]
     leftovers: list[str]
+    grades: list[dict[str, Any]]
 
     def status(self, check: str) -> str:
         return str(next(c["status"] for c in self.grade["checks"] if c["id"].endswith(check)))
 
 
-def _attack(name: str, source: str) -> Verdict:
+def _attack(name: str, source: str, *more: str) -> Verdict:
+    """Grade the attack (then `more` submissions, in the same grader run) on three checks."""
     with tempfile.TemporaryDirectory(prefix="attack-") as tmp:
-        path = Path(tmp) / f"{name}.py"
-        path.write_text(source, encoding="utf-8")
+        paths = [Path(tmp) / f"{name}_{i}.py" if i else Path(tmp) / f"{name}.py"
+                 for i in range(1 + len(more))]
+        for path, text in zip(paths, [source, *more], strict=True):
+            path.write_text(text, encoding="utf-8")
         started = time.monotonic()
-        done = run_grader(["token_bucket", "--no-mypy", "--format", "json", "--submission",
-                           str(path), "--timeout", str(_TIMEOUT), "--wall-limit", str(_WALL),
-                           *_CHECKS], timeout=_WALL + 60)
+        done = run_grader(["token_bucket", "--no-mypy", "--format", "json", "--jobs", "1",
+                           *(a for p in paths for a in ("--submission", str(p))),
+                           "--timeout", str(_TIMEOUT), "--wall-limit", str(_WALL), *_CHECKS],
+                          timeout=(_WALL + 60) * len(paths), env={_MARK: name})
         seconds = time.monotonic() - started
     lines = done.json_lines() if done.code in (0, 1) else []
-    return Verdict(done, seconds, lines[0] if lines else {}, _processes_mentioning(name))
+    return Verdict(done, seconds, lines[0] if lines else {}, _processes_marked(name), lines)
 
 
-def _processes_mentioning(name: str) -> list[str]:
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=False)
-    return [line for line in ps.stdout.splitlines() if f"{name}.py" in line or
-            re.search(rf"attack-\S+/{name}", line)]
+_MARK = "ATTACK_UNDER_TEST"  # in the environment of the grader and of all it starts
+
+
+def _processes_marked(name: str) -> list[str]:
+    """Processes the grader of `name` started that are still running (their environment, as it
+    was when they started, carries the mark; a forked child's is its fork server's)."""
+    mark = f"{_MARK}={name}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(f"{proc.name}: {(proc / 'cmdline').read_bytes()!r}")
+        except OSError:
+            continue  # gone, or not ours
+    return found
 
 
 _POOL = ThreadPoolExecutor(max_workers=2)
@@ -157,7 +185,8 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
 
 # Attacks at import time that earn nothing at all (the stub, or a module that exits).
 _AT_IMPORT = {"os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
-              "deletes_test_files", "writes_a_conftest", "patches_pytest"}
+              "deletes_test_files", "writes_a_conftest", "patches_pytest",
+              "kills_the_fork_server"}
 _LOST = {"failed", "timeout", "crashed"}  # where the exact verdict depends on the machine
 _EXPECTED: dict[str, dict[str, set[str]]] = {
     "hang_at_import": {_FIRST: {"timeout"}, _MIDDLE: {"timeout"}, _LAST: {"timeout"}},
@@ -170,6 +199,7 @@ _EXPECTED: dict[str, dict[str, set[str]]] = {
     "memory_bomb": {_FIRST: {"passed"}, _MIDDLE: _LOST, _LAST: {"passed"}},
     "prints_200_mb": {_FIRST: {"passed"}, _MIDDLE: _LOST, _LAST: {"passed"}},
     "thread_never_ends": {_FIRST: {"passed"}, _MIDDLE: {"passed"}, _LAST: {"passed"}},
+    "escapes_into_a_new_session": {_FIRST: {"passed"}, _MIDDLE: {"passed"}, _LAST: {"passed"}},
     "recursion_bomb": {_FIRST: {"passed"}, _MIDDLE: _LOST, _LAST: {"passed"}},
 }
 
@@ -190,6 +220,18 @@ def test_attack_costs_only_the_checks_it_hits(name: str) -> None:
 def test_attack_at_import_earns_nothing(name: str) -> None:
     v = verdict(name)
     assert v.grade["score"] == 0, {c["id"]: c["status"] for c in v.grade["checks"]}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_killed_fork_server_costs_the_next_submission_nothing() -> None:
+    v = _attack("kills_the_fork_server", ATTACKS["kills_the_fork_server"], _REFERENCE)
+    assert not v.leftovers, f"processes left behind: {v.leftovers}"
+    assert "Traceback" not in v.completed.stderr, v.completed.stderr[-2000:]
+    assert len(v.grades) == 2, v.completed
+    attack, reference = v.grades
+    assert attack["score"] == 0, {c["id"]: c["status"] for c in attack["checks"]}
+    assert reference["score"] == reference["max_score"], reference["checks"]
 
 
 def test_every_attack_is_pinned() -> None:

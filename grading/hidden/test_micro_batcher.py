@@ -255,8 +255,12 @@ async def test_later_batches_dispatch_on_time_after_a_timer_flush(anyio_backend_
     """After a batch dispatched by the timer, later batches still dispatch on time (no deadlock)."""
     rig = _Rig(size=4, duration=W / 2)
     rig.t0 = anyio.current_time()
-    async with rig.batcher:  # a deadlock hangs here: the check times out
-        got = [await rig.batcher.submit(i) for i in range(3)]  # one caller at a time
+    # A deadlock fails here, after a virtual hour on trio, or 3 s (50 times the need) on asyncio.
+    with anyio.move_on_after(3600 if _on_trio() else 3) as guard:
+        async with rig.batcher:
+            got = [await rig.batcher.submit(i) for i in range(3)]  # one caller at a time
+    if guard.cancelled_caught:
+        pytest.fail("three submits one after another never all returned: a deadlock?")
     assert got == [0, 10, 20], f"three submits one after another returned {got}"
     want = [(W, [0]), (2.5 * W, [1]), (4 * W, [2])]
     assert anyio_backend_name != "trio" or rig.calls == want, \

@@ -1,6 +1,6 @@
 """The window timer flushes the batch from inside its own cancel scope and cancels that
 scope to "stop the timer": the batch it is running is cancelled, its callers never hear back,
-and everything waits forever (a deadlock: the check times out).
+and everything waits forever (a deadlock, which the check's guard ends).
 
 Caught by: test_later_batches_dispatch_on_time_after_a_timer_flush
 """

@@ -1,0 +1,169 @@
+"""Start grading children from a fork server, so a child does not pay a second of imports.
+
+A child that starts as a fresh `python -m pytest` spends about a second importing pytest,
+hypothesis and the exercises' libraries before it reads the submission. The fork server
+(`_boot.py --serve`) imports them once per grader process; every child is a fork of it, in its
+own process group, with its own limits, directory, environment, stdin and output, exactly as the
+exec path would have it. If the server cannot start or dies (a submission may kill it: it runs as
+the same user), the run falls back to exec and the next run starts a new server.
+
+Set GRADER_NO_FORK_SERVER=1 to exec every child (slower, same results).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+_BOOT = Path(__file__).with_name("_boot.py")
+_START_LIMIT = 60.0  # seconds for the server's imports, or for one fork to report its pid
+_WAIT_LIMIT = 10.0  # seconds to hear a killed child's exit status before giving up on it
+LOST = 1 << 16  # the exit status of a child whose monitor was killed: no real status is this
+
+
+class Process(Protocol):
+    """What the sandbox needs of a child: `subprocess.Popen` has it, and so does a fork."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+
+class _Forked:
+    """A child of the fork server; its monitor reports its pid, then its exit status."""
+
+    def __init__(self, pid: int, report: socket.socket) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._report = report
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._report], [], [], 0)[0]:
+            self._finish()
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self._report.settimeout(_WAIT_LIMIT)
+            self._finish()
+        assert self.returncode is not None
+        return self.returncode
+
+    def _finish(self) -> None:
+        try:
+            self.returncode = int(self._report.recv(64))
+        except (OSError, ValueError):
+            self.returncode = LOST
+        self._report.close()
+
+
+class _Server:
+    def __init__(self, env: dict[str, str]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-P", str(_BOOT), "--serve", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], env=env, cwd=tempfile.gettempdir(),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+        self._sock = ours
+        self._lock = threading.Lock()
+        try:
+            ours.settimeout(_START_LIMIT)
+            if ours.recv(16) != b"ready":
+                raise OSError("the fork server did not start")
+            ours.settimeout(None)
+        except OSError:
+            self.close()
+            raise
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def spawn(self, request: dict[str, Any], stdin_fd: int, out_fd: int) -> _Forked:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with theirs, self._lock:
+                socket.send_fds(self._sock, [json.dumps(request).encode()],
+                                [theirs.fileno(), stdin_fd, out_fd])
+            ours.settimeout(_START_LIMIT)
+            return _Forked(int(ours.recv(64)), ours)
+        except (OSError, ValueError):
+            ours.close()
+            raise
+
+    def close(self) -> None:
+        self._sock.close()  # the server exits when it reads the end of its socket
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+class _Servers:
+    """The grader's one fork server: started on first use, started again if it died."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._unavailable = False  # it failed to start: do not pay for that on every run
+
+    def get(self, env: dict[str, str]) -> _Server | None:
+        with self._lock:
+            if self._server is not None and not self._server.alive():
+                self._server.close()
+                self._server = None
+            if self._server is None and not self._unavailable:
+                try:
+                    self._server = _Server(env)
+                except OSError:
+                    self._unavailable = True
+            return self._server
+
+    def drop(self, server: _Server) -> None:
+        with self._lock:
+            if self._server is server:
+                self._server = None
+        server.close()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.close()
+
+
+_SERVERS = _Servers()
+atexit.register(_SERVERS.shutdown)
+
+
+def spawn(args: list[str], cwd: Path, env: dict[str, str], server_env: dict[str, str],
+          limits: dict[str, int], stdin_fd: int, out_fd: int) -> Process | None:
+    """`python -m pytest ARGS` forked from the server, or None: then the caller execs it.
+
+    `env` is the child's environment; `server_env` the part of it that is the same for every
+    child (read when the server starts; PYTHONHASHSEED, for one, is fixed at start-up).
+    """
+    if os.environ.get("GRADER_NO_FORK_SERVER"):
+        return None
+    server = _SERVERS.get(server_env)
+    if server is None:
+        return None
+    request = {"args": args, "cwd": str(cwd), "env": env, "limits": limits}
+    try:
+        return server.spawn(request, stdin_fd, out_fd)
+    except (OSError, ValueError):
+        _SERVERS.drop(server)
+        return None
