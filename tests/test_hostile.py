@@ -80,6 +80,10 @@ ATTACKS: dict[str, str] = {
     "deletes_test_files": _forge("import os, glob\n"
                                  "for f in glob.glob('test_*.py') + glob.glob('conftest.py'):\n"
                                  "    os.remove(f)"),
+    "overwrites_test_files": _forge("import glob\n"
+                                    "for f in glob.glob('test_*.py'):\n"
+                                    "    open(f, 'w').write('def test_a_new_bucket_is_full():\\n"
+                                    "    pass\\n')"),
     "writes_a_conftest": _forge("open('conftest.py', 'w').write('import _pytest.python\\n"
                                 "_pytest.python.Function.runtest = lambda self: None\\n')"),
     "patches_pytest": _forge("import _pytest.python\n"
@@ -185,7 +189,7 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
 
 # Attacks at import time that earn nothing at all (the stub, or a module that exits).
 _AT_IMPORT = {"os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
-              "deletes_test_files", "writes_a_conftest", "patches_pytest",
+              "deletes_test_files", "overwrites_test_files", "writes_a_conftest", "patches_pytest",
               "kills_the_fork_server"}
 _LOST = {"failed", "timeout", "crashed"}  # where the exact verdict depends on the machine
 _EXPECTED: dict[str, dict[str, set[str]]] = {
