@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -87,21 +88,37 @@ def serve(control: socket.socket) -> None:
 def _monitor(request: dict[str, Any], report_fd: int, stdin_fd: int, out_fd: int) -> None:
     report = socket.socket(fileno=report_fd)
     _become_subreaper()
+    ready, started = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _child(request, stdin_fd, out_fd)
-    with contextlib.suppress(OSError):  # the child does the same: whoever runs first wins
-        os.setpgid(pid, pid)
+        os.close(ready)
+        _child(request, stdin_fd, out_fd, started)
+    os.close(started)
     os.close(stdin_fd)
     os.close(out_fd)
+    os.read(ready, 1)  # the end of the pipe: the child leads its own session (or is gone)
+    os.close(ready)
     try:
         report.send(str(pid).encode())
     except OSError:  # the grader stopped waiting: nobody would stop the child
         os.killpg(pid, signal.SIGKILL)
         raise
-    _, status = os.waitpid(pid, 0)
+    status = _wait(pid, report)
     _stop_orphans()
     report.send(str(os.waitstatus_to_exitcode(status)).encode())
+
+
+def _wait(pid: int, report: socket.socket) -> int:
+    """The child's wait status; if the grader hangs up first (it died), the child is killed."""
+    with contextlib.suppress(OSError, AttributeError):  # pidfd_open: Linux 5.3 and later
+        child = os.pidfd_open(pid)
+        try:
+            if child not in select.select([child, report.fileno()], [], [])[0]:
+                with contextlib.suppress(OSError):  # `report` hung up: the grader is gone
+                    os.killpg(pid, signal.SIGKILL)
+        finally:
+            os.close(child)
+    return os.waitpid(pid, 0)[1]
 
 
 def _become_subreaper() -> None:
@@ -116,7 +133,7 @@ def _become_subreaper() -> None:
 def _stop_orphans() -> None:
     """Kill every process left that is this one's child (the child's orphans) and reap it."""
     me = os.getpid()
-    for _ in range(1000):  # a child that /proc does not show is waited for 10 s at most
+    for _ in range(200):  # a child that /proc does not show is waited for 2 s at most
         found = [pid for pid in _pids() if _parent_of(pid) == me]
         for pid in found:
             with contextlib.suppress(OSError):
@@ -143,12 +160,14 @@ def _parent_of(pid: int) -> int:
         return 0
 
 
-def _child(request: dict[str, Any], stdin_fd: int, out_fd: int) -> None:
+def _child(request: dict[str, Any], stdin_fd: int, out_fd: int, started: int) -> None:
     """Become `python -m pytest ARGS` in the request's directory, environment and limits."""
     code: object = 1
     try:
-        with contextlib.suppress(OSError):
-            os.setpgid(0, 0)  # the watchdog kills the child's process group
+        # A session of its own, as `start_new_session` gives the exec path: the watchdog kills
+        # its process group, which it cannot leave for a group in another session.
+        os.setsid()
+        os.close(started)
         os.dup2(stdin_fd, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)

@@ -13,9 +13,11 @@ Set GRADER_NO_FORK_SERVER=1 to exec every child (slower, same results).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -25,7 +27,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 _BOOT = Path(__file__).with_name("_boot.py")
-_START_LIMIT = 60.0  # seconds for the server's imports, or for one fork to report its pid
+_START_LIMIT = 60.0  # seconds for the server's imports
+_FORK_LIMIT = 5.0  # seconds for a fork to report its pid (it takes milliseconds; a stopped
+# server never does, and the run then falls back to exec)
+_STARTS = 3  # servers that fail to start before the grader stops trying
 _WAIT_LIMIT = 10.0  # seconds to hear a killed child's exit status before giving up on it
 LOST = 1 << 16  # the exit status of a child whose monitor was killed: no real status is this
 
@@ -97,19 +102,24 @@ class _Server:
             with theirs, self._lock:
                 socket.send_fds(self._sock, [json.dumps(request).encode()],
                                 [theirs.fileno(), stdin_fd, out_fd])
-            ours.settimeout(_START_LIMIT)
+            ours.settimeout(_FORK_LIMIT)
             return _Forked(int(ours.recv(64)), ours)
         except (OSError, ValueError):
             ours.close()
             raise
 
-    def close(self) -> None:
+    def close(self, monitors: bool = False) -> None:
+        """Stop the server; with `monitors`, also any monitor still in its process group (one a
+        submission stopped), which only the grader's exit may do: others watch live runs."""
         self._sock.close()  # the server exits when it reads the end of its socket
         try:
-            self._proc.wait(timeout=5)
+            self._proc.wait(timeout=1)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        if monitors:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
 
 
 class _Servers:
@@ -118,31 +128,35 @@ class _Servers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._server: _Server | None = None
-        self._unavailable = False  # it failed to start: do not pay for that on every run
+        self._retired: list[_Server] = []  # their process groups are killed at exit
+        self._failed = 0  # starts that failed: after a few, do not pay for one on every run
 
     def get(self, env: dict[str, str]) -> _Server | None:
         with self._lock:
             if self._server is not None and not self._server.alive():
+                self._retired.append(self._server)
                 self._server.close()
                 self._server = None
-            if self._server is None and not self._unavailable:
+            if self._server is None and self._failed < _STARTS:
                 try:
                     self._server = _Server(env)
                 except OSError:
-                    self._unavailable = True
+                    self._failed += 1
             return self._server
 
     def drop(self, server: _Server) -> None:
         with self._lock:
             if self._server is server:
                 self._server = None
+            self._retired.append(server)
         server.close()
 
     def shutdown(self) -> None:
         with self._lock:
-            server, self._server = self._server, None
-        if server is not None:
-            server.close()
+            servers = [*self._retired, *([self._server] if self._server else [])]
+            self._server, self._retired = None, []
+        for server in servers:
+            server.close(monitors=True)
 
 
 _SERVERS = _Servers()

@@ -25,7 +25,9 @@ import contextlib
 import fcntl
 import json
 import os
+import random
 import re
+import sys
 import time
 from collections.abc import Generator
 from typing import Any
@@ -55,6 +57,7 @@ if _CONFIG.get("channel"):
     os.close(_raw)
 
 _completed: set[str] = set()
+_generators: list[tuple[str, random.Random]] = []
 _failures: dict[str, tuple[str, str]] = {}
 _reports: dict[str, list[pytest.TestReport]] = {}
 
@@ -140,6 +143,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
     _emit({"ev": "collected", "ids": [check_id(item) for item in keep]})
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The test modules, so the submission and the libraries they use, are imported by now.
+    _generators[:] = _module_generators()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # The same numbers for a check however many checks ran before it, in whatever process.
+    cid = check_id(item)
+    for name, generator in _generators:
+        generator.seed(f"{cid}|{name}")
+
+
+def _module_generators() -> list[tuple[str, random.Random]]:
+    """Every `random.Random` a module holds: the `random` module's own, the one trio shuffles
+    its run queue with, the submission's. (Not `SystemRandom`: it cannot be seeded.)"""
+    found: dict[int, tuple[str, random.Random]] = {}
+    for module_name, module in list(sys.modules.items()):
+        try:
+            names = list(vars(module).items())
+        except TypeError:
+            continue
+        for name, value in names:
+            if type(value) is random.Random and id(value) not in found:
+                found[id(value)] = (f"{module_name}.{name}", value)
+    return sorted(found.values(), key=lambda pair: pair[0])
 
 
 @pytest.hookimpl(wrapper=True)

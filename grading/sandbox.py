@@ -336,7 +336,7 @@ def _settle(child: _Child, results: dict[str, Result], status: str, reason: str)
 
 def _exit_reason(code: int | None, output: Path) -> str:
     if code == forkserver.LOST:
-        what = "the process that watched the child was killed (by the submission?)"
+        what = "the process watching the child stopped reporting (killed by the submission?)"
     elif code is not None and code < 0:
         try:
             what = f"killed by {signal.Signals(-code).name}"

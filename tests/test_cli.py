@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import EXERCISES, ROOT, run_grader
+from tests.helpers import EXERCISES, ROOT, caught_by, run_grader
 
 _REFERENCE = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
 # Three checks: the first and last call available(), the middle one calls try_acquire(2.5).
@@ -170,11 +170,16 @@ def test_grading_a_stack_gives_one_report_per_submission(tmp_path: Path) -> None
 
 def test_children_started_without_the_fork_server_grade_the_same() -> None:
     interval_union = next(e for e in EXERCISES if e.name == "interval_union")
-    stack = [a for path in (interval_union.solution, interval_union.mutants[0])
-             for a in ("--submission", str(path))]
+    mutant = interval_union.mutants[0]
+    stack = [a for path in (interval_union.solution, mutant) for a in ("--submission", str(path))]
+    # Checks that catch the mutant (two with hypothesis's falsifying examples), and one it passes.
+    checks = [*caught_by(mutant), "test_merge_matches_a_unit_cell_count",
+              "test_results_match_a_brute_force_count",
+              "test_a_reversed_interval_raises_value_error"]
     outcomes = []
     for env in ({}, {"GRADER_NO_FORK_SERVER": "1"}):
-        done = run_grader(["interval_union", "--no-mypy", "--format", "json", *stack], env=env)
+        done = run_grader(["interval_union", "--no-mypy", "--format", "json", *stack,
+                           *(a for c in checks for a in ("--check", c))], env=env)
         assert done.code == 1, done.stderr
         outcomes.append({(g["submission"], c["id"]): (c["status"], c["falsifying_example"])
                          for g in done.json_lines() for c in g["checks"]})

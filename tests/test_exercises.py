@@ -84,7 +84,7 @@ def test_regrading_gives_the_same_outcome(job: tuple[str, Path, tuple[str, ...],
     later = {r.check.id: (r.status, r.falsifying) for r in grade(name, path, only, again)}
     assert first.keys() == later.keys()
     changed = {cid: (first[cid], later[cid]) for cid in first if first[cid] != later[cid]}
-    assert not changed, f"{path.name} graded differently the {again + 1}. time: {changed}"
+    assert not changed, f"{path.name}: grading #{again + 1} differs from the first: {changed}"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
