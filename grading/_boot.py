@@ -6,9 +6,10 @@ Two ways, the same result:
   the process (and so its session) the same, so the parent's watchdog still owns it.
 * `python -P _boot.py --serve FD` is a fork server (see `forkserver.py`): it imports pytest,
   hypothesis and the exercises' libraries once, then for each request on the socket FD forks a
-  monitor, which forks the child and reports the child's pid and, later, its exit status. The
-  child sets its limits, takes the request's stdin, output, directory and environment, and runs
-  pytest in-process, so a run costs a fork instead of a second of imports.
+  monitor, which forks the child and reports the child's pid and, later, its exit status (after
+  stopping the child's orphans, and killing the child if the grader hangs up). The child starts
+  a session, sets its limits, takes the request's stdin, output, directory and environment, and
+  runs pytest in-process, so a run costs a fork instead of a second of imports.
 
 This file is trusted: it runs before the submission is imported and imports only the standard
 library until it serves.

@@ -2,10 +2,12 @@
 
 A child that starts as a fresh `python -m pytest` spends about a second importing pytest,
 hypothesis and the exercises' libraries before it reads the submission. The fork server
-(`_boot.py --serve`) imports them once per grader process; every child is a fork of it, in its
-own process group, with its own limits, directory, environment, stdin and output, exactly as the
-exec path would have it. If the server cannot start or dies (a submission may kill it: it runs as
-the same user), the run falls back to exec and the next run starts a new server.
+(`_boot.py --serve`) imports them once per grader process; every child is a fork of it, in a
+session of its own, with its own limits, directory, environment, stdin and output, exactly as
+the exec path would have it. A monitor process between server and child reports the child's pid
+and exit status, stops the child's orphans when it ends, and kills the child if the grader dies.
+If the server cannot start, dies or stops answering (a submission may kill or stop it: it runs
+as the same user), the run falls back to exec and the next run starts a new server.
 
 Set GRADER_NO_FORK_SERVER=1 to exec every child (slower, same results).
 """

@@ -1,7 +1,7 @@
 """Run pytest on one submission in a child process and turn what it reports into results.
 
 Each child gets a fresh work directory holding the submission (as `NAME.py`) and the two test
-files, runs in its own process group under resource limits (started by `forkserver.py`), and
+files, runs in a session of its own under resource limits (started by `forkserver.py`), and
 reports over a channel file (see `plugin.py`). A watchdog here enforces each check's time limit
 and the run's wall limit. A check that never reports (the child crashed, hung, or exited) is
 failed with the reason, and a new child resumes the run without the checks already recorded, so
@@ -220,7 +220,7 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
 
 def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str, int],
            stdin: int, out: int) -> forkserver.Process:
-    """`python -m pytest ARGS` in `work`, in its own process group, under `rlimits`."""
+    """`python -m pytest ARGS` in `work`, in a session of its own, under `rlimits`."""
     env = _child_env(lib, tmp)
     forked = forkserver.spawn(args, work, env, _child_env(None, None), rlimits, stdin, out)
     if forked is not None:
