@@ -90,7 +90,7 @@ class _Server:
             ours.settimeout(_START_LIMIT)
             if ours.recv(16) != b"ready":
                 raise OSError("the fork server did not start")
-            ours.settimeout(None)
+            ours.settimeout(_FORK_LIMIT)  # a request a stopped server never reads fails
         except OSError:
             self.close()
             raise

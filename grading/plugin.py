@@ -166,7 +166,7 @@ def _module_generators() -> list[tuple[str, random.Random]]:
     for module_name, module in list(sys.modules.items()):
         try:
             names = list(vars(module).items())
-        except TypeError:
+        except Exception:  # not a module after all: nothing to seed there
             continue
         for name, value in names:
             if type(value) is random.Random and id(value) not in found:

@@ -190,6 +190,9 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     try:
         with output.open("wb") as out:
             proc = _start(args, work, lib, tmp, rlimits, stdin_read, out.fileno())
+    except BaseException:
+        os.close(stdin_write)
+        raise
     finally:
         os.close(stdin_read)
     with contextlib.suppress(OSError), open(stdin_write, "wb") as stdin:

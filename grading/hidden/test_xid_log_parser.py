@@ -623,13 +623,15 @@ def test_summarize_costs_a_small_factor_over_reading_the_file(tmp_path: Path) ->
 @pytest.mark.timeout(60)
 @pytest.mark.category("performance")
 def test_time_does_not_grow_with_distinct_gpus() -> None:
-    """The same 4k lines over 32x more GPUs cost at most a few times more (no scan of all GPUs)."""
+    """The same 4k lines over 64x more GPUs cost at most a few times more (no scan of all GPUs)."""
+    # A linear scan of the GPUs seen so far measures 11-17x at 2048 GPUs and 22x at 4096; the
+    # reference 1.6x and 1.9x. At 4096 both stay well clear of the 8x limit on a loaded machine.
     few = _kernel_log(4096, xid_every=1, gpus=64)
-    many = _kernel_log(4096, xid_every=1, gpus=2048)
+    many = _kernel_log(4096, xid_every=1, gpus=4096)
     small, large = _best_of(3, lambda: summarize(few), lambda: summarize(many))
     assert large <= 8 * small, (
-        f"4096 lines on 2048 GPUs took {large / small:.1f}x the time of 4096 lines on 64 GPUs "
-        f"({small:.3f} s -> {large:.3f} s; the reference is ~1.5x): "
+        f"4096 lines on 4096 GPUs took {large / small:.1f}x the time of 4096 lines on 64 GPUs "
+        f"({small:.3f} s -> {large:.3f} s; the reference is ~2x): "
         "find a GPU's counters by key (dict), not by scanning a list")
 
 
