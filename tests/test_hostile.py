@@ -163,6 +163,8 @@ def _processes_marked(name: str) -> list[str]:
     return found
 
 
+# Attacks on the fork server are followed, in the same grader run, by the reference.
+_THEN_REFERENCE = {"kills_the_fork_server", "stops_the_fork_server"}
 _POOL = ThreadPoolExecutor(max_workers=2)
 _VERDICTS: dict[str, Future[Verdict]] = {}
 
@@ -174,10 +176,6 @@ def start_background() -> None:
         if attack not in _VERDICTS:
             more = [_REFERENCE] if attack in _THEN_REFERENCE else []
             _VERDICTS[attack] = _POOL.submit(_attack, attack, source, *more)
-
-
-# Attacks on the fork server are followed, in the same grader run, by the reference.
-_THEN_REFERENCE = {"kills_the_fork_server", "stops_the_fork_server"}
 
 
 def verdict(name: str) -> Verdict:
