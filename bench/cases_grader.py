@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from bench.core import ROOT, SOLUTIONS, Context, Row, ratio_note
+from grading import catalog
 
 # Grading every reference twice (graded, bare) costs minutes on a loaded 2-core machine, so the
 # default run samples one exercise; `--grade-all` grades them all.
@@ -56,8 +57,9 @@ def _bare_pytest(name: str, tmp: Path) -> float:
             shutil.copyfile(data, work / data.name)
     shutil.copyfile(SOLUTIONS / f"{name}.py", work / f"{name}.py")
     shutil.copyfile(ROOT / "exercises" / name / f"test_{name}.py", work / f"test_{name}.py")
-    shutil.copyfile(ROOT / "grading" / "hidden" / f"test_{name}.py",
-                    work / f"test_{name}_hidden.py")
+    (work / "hidden").mkdir()
+    for path in (ROOT / "grading" / "hidden" / name).glob("*.py"):
+        shutil.copyfile(path, work / "hidden" / path.name)
     (work / "conftest.py").write_text(_CONFTEST)
     (work / "pytest.ini").write_text(_INI)
     env = {k: v for k, v in os.environ.items()
@@ -92,10 +94,9 @@ _STACK_CHECKS = ("test_example_1_merge_joins_touching_and_drops_empty_intervals"
 def _stack(ctx: Context, name: str) -> Row:
     """A stack of submissions (the exercise's mutants) on three quick checks each: per-child
     start-up with the fork server against a fresh `python -m pytest` per child."""
-    mutants = ROOT / "tests" / "mutants" / name
-    count = len(list(mutants.glob("*.py")))
+    count = len(catalog.Exercise(name).mutants)
     ctx.progress(f"grader: a stack of {count} {name} mutants, forked then started afresh")
-    argv = [sys.executable, "grader.py", name, "--submission", str(mutants), "--no-mypy",
+    argv = [sys.executable, "grader.py", name, "--mutant", "all", "--no-mypy",
             "--format", "json", *(a for c in _STACK_CHECKS for a in ("--check", c))]
     forked = _wall(argv, ROOT, dict(os.environ), codes=(0, 1))
     fresh = _wall(argv, ROOT, {**os.environ, "GRADER_NO_FORK_SERVER": "1"}, codes=(0, 1))

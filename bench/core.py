@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from grading import catalog, mutants
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
-MUTANTS = ROOT / "tests" / "mutants"
 
 
 @dataclass(frozen=True)
@@ -127,8 +128,10 @@ def solution(name: str) -> ModuleType:
 
 
 def mutant(name: str, bug: str) -> ModuleType:
-    """The classic wrong answer `tests/mutants/NAME/BUG.py` (the plot's naive version)."""
-    return _load(name, MUTANTS / name / f"{bug}.py", f"_naive_{name}_{bug}")
+    """The classic wrong answer `tests/mutants/NAME/BUG.diff`, applied to the reference (the
+    plot's naive version)."""
+    path = mutants.materialize(mutants.find(catalog.Exercise(name), bug))
+    return _load(name, path, f"_naive_{name}_{bug}")
 
 
 def ratio_note(top: float, bottom: float, top_name: str, bottom_name: str) -> str:

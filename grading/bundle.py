@@ -168,7 +168,7 @@ def gradescope(exercise: catalog.Exercise, output: Path) -> None:
         raise BundleError(f"a Gradescope autograder is a .zip, got {output}")
     root = catalog.ROOT
     files = [root / "grader.py", root / "pyproject.toml", root / "uv.lock",
-             catalog.EXERCISES / "conftest.py", exercise.hidden_tests,
+             catalog.EXERCISES / "conftest.py", *exercise.hidden_files,
              *sorted((root / "grading").glob("*.py")),
              *sorted(p for p in exercise.folder.iterdir() if p.is_file())]
     try:

@@ -1,7 +1,8 @@
 """Find exercises from the folder layout: a folder is an exercise, there is no registry.
 
 `exercises/NAME/` with `NAME.py` (the stub) and `test_NAME.py` (the visible tests) is exercise
-NAME; its hidden tests are `grading/hidden/test_NAME.py`, its reference `solutions/NAME.py`.
+NAME; its hidden checks are the folder `grading/hidden/NAME/` (test files by topic and one helpers
+module), its reference `solutions/NAME.py`, its mutants `tests/mutants/NAME/BUG.diff`.
 """
 
 from __future__ import annotations
@@ -46,8 +47,14 @@ class Exercise:
         return self.folder / "hints.md"
 
     @property
-    def hidden_tests(self) -> Path:
-        return HIDDEN / f"test_{self.name}.py"
+    def hidden(self) -> Path:
+        """The folder of hidden checks: `test_NAME_<topic>.py` files and `NAME_helpers.py`."""
+        return HIDDEN / self.name
+
+    @property
+    def hidden_files(self) -> list[Path]:
+        """Every Python file of the hidden folder (test files and the helpers module)."""
+        return sorted(self.hidden.glob("*.py")) if self.hidden.is_dir() else []
 
     @property
     def solution(self) -> Path:
@@ -59,7 +66,8 @@ class Exercise:
 
     @property
     def mutants(self) -> list[Path]:
-        return sorted((MUTANTS / self.name).glob("*.py"))
+        """The mutant patches, `tests/mutants/NAME/BUG.diff` (see `grading.mutants`)."""
+        return sorted((MUTANTS / self.name).glob("*.diff"))
 
     @property
     def data_files(self) -> list[Path]:

@@ -28,6 +28,8 @@ examples:
   python grader.py                                  the exercises, with your last scores
   python grader.py token_bucket                     grade exercises/token_bucket/token_bucket.py
   python grader.py token_bucket --reference         grade the reference solution
+  python grader.py token_bucket --mutant no_lock    what a classic wrong answer scores
+  python grader.py token_bucket --mutant all --format csv
   python grader.py token_bucket --submission ~/alice.py --submission ~/bob.py
   python grader.py token_bucket --submission returned/ --jobs 2 --format csv
                                                     a folder of submissions, a spreadsheet row each
@@ -69,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "folder means every .py file in it, a quoted glob is expanded")
     source.add_argument("--reference", action="store_true",
                         help="grade the reference solution (solutions/NAME.py)")
+    source.add_argument("--mutant", action="append", metavar="BUG",
+                        help="grade a classic wrong answer (tests/mutants/NAME/BUG.diff applied "
+                             "to the reference); repeatable; 'all' grades every one")
     parser.add_argument("--check", action="append", metavar="NAME",
                         help="run only this check (test function name or check id); repeatable")
     parser.add_argument("--format", choices=("text", "json", "csv", "gradescope", "junit"),
@@ -171,8 +176,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     _reject_extra(args)
     exercises = catalog.exercises() if args.target == "all" else [_find(args.target)]
-    if args.target == "all" and args.submission:
-        raise UsageError("--submission needs one exercise name, not 'all'")
+    if args.target == "all" and (args.submission or args.mutant):
+        raise UsageError(f"--{'submission' if args.submission else 'mutant'} needs one exercise "
+                         "name, not 'all'")
     from grading.run import grade_all
     return grade_all(exercises, args)
 
@@ -193,6 +199,8 @@ def submissions(exercise: catalog.Exercise, args: argparse.Namespace) -> list[Pa
     """The files to grade for `exercise`, each checked to exist."""
     if args.reference:
         return [exercise.solution]
+    if args.mutant:
+        return _mutants(exercise, args.mutant)
     if not args.submission:
         return [exercise.stub]
     found: list[Path] = []
@@ -209,6 +217,18 @@ def submissions(exercise: catalog.Exercise, args: argparse.Namespace) -> list[Pa
     if not found:
         raise UsageError(f"no .py files in {', '.join(args.submission)}")
     return found
+
+
+def _mutants(exercise: catalog.Exercise, bugs: list[str]) -> list[Path]:
+    from grading import mutants
+    try:
+        chosen = (mutants.of(exercise) if "all" in bugs
+                  else [mutants.find(exercise, bug) for bug in bugs])
+        if not chosen:
+            raise UsageError(f"{exercise.name} has no mutants")
+        return [mutants.materialize(m) for m in chosen]
+    except mutants.MutantError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _list(out: TextIO) -> int:

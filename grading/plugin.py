@@ -75,7 +75,8 @@ def check_id(item: pytest.Item) -> str:
 
 
 def _visibility(item: pytest.Item) -> str:
-    return "hidden" if item.path.stem.endswith("_hidden") else "visible"
+    # The sandbox lays the hidden checks out in `hidden/`, the visible tests beside the submission.
+    return "hidden" if item.path.parent.name == "hidden" else "visible"
 
 
 def _metadata(item: pytest.Item) -> dict[str, Any]:
@@ -98,6 +99,7 @@ def _metadata(item: pytest.Item) -> dict[str, Any]:
         "category": category,
         "points": points,
         "timeout": timeout,
+        "file": item.nodeid.split("::", 1)[0],  # relative to the work directory
     }
 
 

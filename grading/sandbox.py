@@ -1,12 +1,12 @@
 """Run pytest on one submission in a child process and turn what it reports into results.
 
-Each child gets a fresh work directory holding the submission (as `NAME.py`) and the two test
-files, runs in a session of its own under resource limits (started by `forkserver.py`), and
-reports over a channel file (see `plugin.py`). A watchdog here enforces each check's time limit
-and the run's wall limit. A check that never reports (the child crashed, hung, or exited) is
-failed with the reason, and a new child resumes the run without the checks already recorded, so
-one bad check costs only its own points. The check list itself (names, points) always comes
-from collecting the trusted stub, never from the submission's run.
+Each child gets a fresh work directory holding the submission (as `NAME.py`), the visible tests
+and the hidden checks (in `hidden/`), runs in a session of its own under resource limits
+(started by `forkserver.py`), and reports over a channel file (see `plugin.py`). A watchdog here
+enforces each check's time limit and the run's wall limit. A check that never reports (the child
+crashed, hung, or exited) is failed with the reason, and a new child resumes the run without the
+checks already recorded, so one bad check costs only its own points. The check list itself
+(names, points) always comes from collecting the trusted stub, never from the submission's run.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ CACHE = ROOT / ".grader" / "checks"
 _PLUGIN = "_kata_grading_plugin"
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
 _GRACE = 5.0  # seconds past a check's own timeout before the watchdog kills the child
+_HIDDEN_DIR = "hidden"  # where the hidden checks go in a work directory (see plugin.py)
 _COLLECT_LIMIT = 60.0  # seconds allowed for importing the submission and collecting
 
 
@@ -59,6 +60,7 @@ class Check:
     category: str
     points: float
     timeout: float
+    file: str = ""  # the test file, relative to the work directory ("" if not known)
 
 
 @dataclass
@@ -102,8 +104,8 @@ def collect(exercise: Exercise, limits: Limits = Limits()) -> list[Check]:
     """
     digest = hashlib.sha256(f"{sys.version}|{limits.timeout}".encode())
     for path in (Path(__file__).with_name("plugin.py"), exercise.stub, exercise.visible_tests,
-                 exercise.hidden_tests):
-        digest.update(path.read_bytes())
+                 *exercise.hidden_files):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     cache = CACHE / f"{exercise.name}-{digest.hexdigest()[:16]}.json"
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
         return [Check(**c) for c in json.loads(cache.read_text(encoding="utf-8"))]
@@ -128,7 +130,7 @@ def _collect(exercise: Exercise, limits: Limits) -> list[Check]:
         raise GradingError(f"cannot collect the checks of {exercise.name}: {detail}")
     return [
         Check(c["id"], c["name"], c["visibility"], c["category"], float(c["points"]),
-              float(c["timeout"]))
+              float(c["timeout"]), str(c.get("file", "")))
         for c in child.checks
     ]
 
@@ -179,11 +181,7 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                "cpu": int(max(1, deadline - time.monotonic())) + 5}
     args = ["-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
             "-p", "no:cacheprovider", "-q", "--no-header", "-rN"]
-    only = config.get("only")  # a file none of whose checks is wanted is not even imported
-    if only is None or any(i.startswith("visible::") for i in only):
-        args.append(f"test_{exercise.name}.py")
-    if only is None or any(i.startswith("hidden::") for i in only):
-        args.append(f"test_{exercise.name}_hidden.py")
+    args.extend(_test_files(exercise, config.get("only"), results))
     if config["mode"] == "collect":
         args.append("--collect-only")
     stdin_read, stdin_write = os.pipe()
@@ -272,12 +270,30 @@ def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
         time.sleep(0.02)
 
 
+def _test_files(exercise: Exercise, only: list[str] | None,
+                results: dict[str, Result]) -> list[str]:
+    """The test files to hand pytest: those holding a wanted check (a file none of whose checks
+    is wanted is not even imported); all of them when every check is wanted."""
+    visible, hidden = f"test_{exercise.name}.py", _HIDDEN_DIR
+    if only is None:
+        return [visible, hidden]
+    files: set[str] = set()
+    for cid in only:
+        known = results[cid].check.file if cid in results else ""
+        files.add(known or (hidden if cid.startswith("hidden::") else visible))
+    if hidden in files:  # the whole folder already holds every hidden file
+        files = {f for f in files if not f.startswith(f"{hidden}/")}
+    return sorted(files)
+
+
 def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
     for extra in exercise.data_files:
         shutil.copyfile(extra, work / extra.name)
     shutil.copyfile(submission, work / f"{exercise.name}.py")
     shutil.copyfile(exercise.visible_tests, work / f"test_{exercise.name}.py")
-    shutil.copyfile(exercise.hidden_tests, work / f"test_{exercise.name}_hidden.py")
+    (work / _HIDDEN_DIR).mkdir()
+    for path in exercise.hidden_files:
+        shutil.copyfile(path, work / _HIDDEN_DIR / path.name)
 
 
 def _child_env(lib: Path | None, tmp: Path | None) -> dict[str, str]:

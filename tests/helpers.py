@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, sandbox
+from grading import catalog, mutants, sandbox
 
 ROOT = catalog.ROOT
 EXERCISES = catalog.exercises()
@@ -51,8 +51,9 @@ _JOBS: dict[tuple[str, str, tuple[str, ...], int], Future[list[sandbox.Result]]]
 
 def grade(name: str, submission: Path, only: Sequence[str] = (),
           again: int = 0) -> list[sandbox.Result]:
-    """Grade `submission` (only the named checks, if any); cached per session, so the same
-    arguments grade once (`again` > 0 asks for a separate, later grading)."""
+    """Grade `submission` (only the named checks, if any; a mutant's `.diff` is applied to the
+    reference first); cached per session, so the same arguments grade once (`again` > 0 asks
+    for a separate, later grading)."""
     prefetch(name, submission, only, again)
     return _JOBS[(name, str(submission), tuple(only), again)].result()
 
@@ -65,16 +66,22 @@ def prefetch(name: str, submission: Path, only: Sequence[str] = (), again: int =
 
 
 def _grade(name: str, submission: Path, only: tuple[str, ...]) -> list[sandbox.Result]:
+    if submission.suffix == ".diff":  # a mutant: applied here, so a stale patch fails its test
+        submission = mutant_file(submission)
     checks = list(checks_of(name))
     if only:
         checks = [c for c in checks if c.id.split("::", 1)[1].split("[")[0] in only]
     return sandbox.grade(catalog.Exercise(name), submission, checks)
 
 
-def caught_by(mutant: Path) -> list[str]:
-    """The hidden checks a mutant's docstring says must catch it."""
-    lines = mutant.read_text(encoding="utf-8").splitlines()
-    return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Caught by:")]
+def mutant_file(patch: Path) -> Path:
+    """The module a mutant patch makes of today's reference (see `grading.mutants`)."""
+    return mutants.materialize(mutants.Mutant(patch.parent.name, patch.stem, patch))
+
+
+def caught_by(patch: Path) -> list[str]:
+    """The hidden checks a mutant's header says must catch it."""
+    return mutants.Mutant(patch.parent.name, patch.stem, patch).caught_by
 
 
 def describe(results: list[sandbox.Result]) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import EXERCISES, ROOT, caught_by, run_grader
+from tests.helpers import EXERCISES, ROOT, caught_by, mutant_file, run_grader
 
 _REFERENCE = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
 # Three checks: the first and last call available(), the middle one calls try_acquire(2.5).
@@ -168,10 +168,11 @@ def test_grading_a_stack_gives_one_report_per_submission(tmp_path: Path) -> None
 
 def test_children_started_without_the_fork_server_grade_the_same() -> None:
     interval_union = next(e for e in EXERCISES if e.name == "interval_union")
-    mutant = next(m for m in interval_union.mutants if m.stem == "closed_intervals")
+    patch = next(m for m in interval_union.mutants if m.stem == "closed_intervals")
+    mutant = mutant_file(patch)
     stack = [a for path in (interval_union.solution, mutant) for a in ("--submission", str(path))]
     # Checks that catch the mutant (two with hypothesis's falsifying examples), and one it passes.
-    checks = [*caught_by(mutant), "test_merge_matches_a_unit_cell_count",
+    checks = [*caught_by(patch), "test_merge_matches_a_unit_cell_count",
               "test_results_match_a_brute_force_count",
               "test_a_reversed_interval_raises_value_error"]
     outcomes = []

@@ -1,5 +1,6 @@
 """Every exercise, discovered from the layout: the reference earns full marks, the stub earns
-nothing, every mutant loses the checks its docstring names, and every part is where it belongs."""
+nothing, every mutant patch applies and loses the checks its header names, and every part is
+where it belongs."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grading import catalog
+from grading import catalog, mutants
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, describe, grade
 
 _SPECS = ROOT.parent / "shared" / "specs"
+_LONGEST = 450  # lines in one hidden test file: the house limit is ~400
 
 _REFERENCES = [pytest.param((e.name, e.solution, ()), id=e.name) for e in EXERCISES]
 _STUBS = [pytest.param((e.name, e.stub, ()), id=e.name) for e in EXERCISES]
@@ -44,6 +46,19 @@ def test_stub_earns_nothing_and_every_check_fails_cleanly(
                          f"or crash:\n{describe(unclean)}")
 
 
+@pytest.mark.parametrize("patch", [m for e in EXERCISES for m in e.mutants],
+                         ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_mutant_patch_applies_to_todays_reference(patch: Path, tmp_path: Path) -> None:
+    mutant = mutants.Mutant(patch.parent.name, patch.stem, patch)
+    assert mutant.summary != mutant.bug, f"{patch.name} has no header line saying what the bug is"
+    try:
+        path = mutants.materialize(mutant, tmp_path / f"{mutant.exercise}.py")
+    except mutants.MutantError as exc:
+        pytest.fail(str(exc))
+    reference = catalog.Exercise(mutant.exercise).solution.read_text(encoding="utf-8")
+    assert path.read_text(encoding="utf-8") != reference, f"{patch.name} changes nothing"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("job", _MUTANTS)
@@ -62,7 +77,7 @@ def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str
 
 # Grading is deterministic: every reference and every mutant is graded three times in all (the
 # tests above are the first time) and no check's outcome, nor hypothesis's falsifying example,
-# may move. A mutant is regraded on the checks its docstring names, as it was graded above.
+# may move. A mutant is regraded on the checks its header names, as it was graded above.
 _TIMES = 3
 _REGRADES = [
     pytest.param((name, path, only, again), id=f"{label}-{again + 1}")
@@ -89,10 +104,25 @@ def test_regrading_gives_the_same_outcome(job: tuple[str, Path, tuple[str, ...],
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_exercise_has_every_part(exercise: catalog.Exercise) -> None:
-    for part in (exercise.statement, exercise.stub, exercise.visible_tests, exercise.hidden_tests,
-                 exercise.solution, exercise.notes):
+    for part in (exercise.statement, exercise.stub, exercise.visible_tests, exercise.solution,
+                 exercise.notes):
         assert part.is_file(), f"{exercise.name} lacks {part.relative_to(ROOT)}"
+    hidden = exercise.hidden.relative_to(ROOT)
+    tests = [p for p in exercise.hidden_files if p.name.startswith("test_")]
+    assert tests, f"{exercise.name} has no hidden test files in {hidden}/"
+    # Module names stay unique across the repository (mypy checks every folder in one pass).
+    odd = [p.name for p in exercise.hidden_files
+           if p.name != f"{exercise.name}_helpers.py"
+           and not p.name.startswith(f"test_{exercise.name}_")]
+    assert not odd, (f"{hidden}/ holds {odd}: name test files test_{exercise.name}_<topic>.py "
+                     f"and the helpers module {exercise.name}_helpers.py")
+    long = [f"{p.name} ({n} lines)" for p in exercise.hidden_files
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > _LONGEST]
+    assert not long, f"{hidden}/: split these by topic: {long}"
     assert exercise.mutants, f"{exercise.name} has no mutants under tests/mutants/"
+    strays = sorted(p.name for p in (catalog.MUTANTS / exercise.name).glob("*")
+                    if p.suffix != ".diff")
+    assert not strays, f"tests/mutants/{exercise.name}/ holds non-patches: {strays}"
     assert exercise.difficulty in ("easy", "medium", "hard"), (
         f"{exercise.statement.relative_to(ROOT)} needs a line "
         "'Difficulty: easy|medium|hard · Time: NN minutes'")

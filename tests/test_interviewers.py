@@ -87,7 +87,8 @@ def test_gradescope_autograder_grades_without_the_reference(tmp_path: Path) -> N
     with zipfile.ZipFile(archive) as zipped:
         names = zipped.namelist()
         assert {"setup.sh", "run_autograder"} <= set(names)
-        assert not any(n.startswith("source/solutions") or "mutants" in n for n in names)
+        assert not any(n.startswith(("source/solutions", "source/tests")) or n.endswith(".diff")
+                       for n in names)
         assert zipped.getinfo("run_autograder").external_attr >> 16 & 0o111
         zipped.extractall(tmp_path / "ag")
     source = tmp_path / "ag" / "source"

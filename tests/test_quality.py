@@ -2,7 +2,7 @@
 
 mypy runs in two passes because module names repeat across folders: the stubs with their visible
 tests, then the grader, the references and the hidden tests (which type-check against the
-references). Mutants are test data and are only linted.
+references). Mutants are patches, not Python.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ def start_background() -> None:
         return
     stubs = [str(p.relative_to(ROOT)) for e in EXERCISES for p in (e.stub, e.visible_tests)]
     references = [str(e.solution.relative_to(ROOT)) for e in EXERCISES]
-    hidden = [str(e.hidden_tests.relative_to(ROOT)) for e in EXERCISES]
+    hidden = [str(p.relative_to(ROOT)) for e in EXERCISES for p in e.hidden_files]
     _JOBS["stubs"] = _start("mypy", "--strict", "--cache-dir", ".mypy_cache/stubs",
                             "exercises/conftest.py", *stubs)
     _JOBS["tree"] = _start("mypy", "--strict", "--cache-dir", ".mypy_cache/tree",
-                           "--exclude", "grading/hidden|tests/mutants", "grader.py", "grading",
-                           "tests", *references, *hidden)
+                           "--exclude", "grading/hidden", "grader.py", "grading", "tests",
+                           "mutation", *references, *hidden)
     _JOBS["ruff"] = _start("ruff", "check", ".")
 
 

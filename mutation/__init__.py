@@ -1,0 +1,1 @@
+"""Mutation testing of the references (see `__main__.py`)."""
