@@ -26,7 +26,7 @@ Every figure is a ratio to a baseline measured in the same run (best of several 
 repetitions), or a growth rate. Exit status: 0 every target met, 1 some missed, 2 bad usage.
 """
 NAMES = ("xid_log_parser", "interval_union", "billing", "versioned_kv", "token_bucket",
-         "micro_batcher", "job_api", "grader")
+         "micro_batcher", "job_api", "hang_finder", "kv_cache", "mig_packing", "grader")
 PLOT = ROOT / "bench" / "out" / "bench.png"
 
 
@@ -70,7 +70,14 @@ def _check_names(names: Sequence[str]) -> list[str]:
 def _benchmarks(grade_all: bool) -> dict[str, Callable[[Context], list[Row]]]:
     with warnings.catch_warnings():  # starlette's TestClient announces its httpx successor
         warnings.simplefilter("ignore", DeprecationWarning)
-        from bench import cases_data, cases_grader, cases_service
+        from bench import (
+            cases_data,
+            cases_grader,
+            cases_hang_finder,
+            cases_kv_cache,
+            cases_mig_packing,
+            cases_service,
+        )
     return {
         "xid_log_parser": cases_data.xid_log_parser,
         "interval_union": cases_data.interval_union,
@@ -79,6 +86,9 @@ def _benchmarks(grade_all: bool) -> dict[str, Callable[[Context], list[Row]]]:
         "token_bucket": cases_service.token_bucket,
         "micro_batcher": cases_service.micro_batcher,
         "job_api": cases_service.job_api,
+        "hang_finder": cases_hang_finder.hang_finder,
+        "kv_cache": cases_kv_cache.kv_cache,
+        "mig_packing": cases_mig_packing.mig_packing,
         "grader": lambda ctx: cases_grader.grader(
             ctx, cases_grader.ALL if grade_all else cases_grader.SAMPLE),
     }

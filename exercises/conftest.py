@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The grader's markers, so a visible test file copied anywhere with this file runs quietly.
+    config.addinivalue_line("markers", "points(n): how many points the check is worth")
+    config.addinivalue_line("markers", "category(name): the check's category")
+
 
 settings.register_profile("dev", deadline=None)
 settings.register_profile(

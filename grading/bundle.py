@@ -156,12 +156,13 @@ if [ -z "$submission" ]; then
   exit 0
 fi
 uv run --frozen grader.py {name} --submission "$submission" --format gradescope \\
+  --feedback {feedback} \\
   --output /autograder/results/results.json
 exit 0
 """
 
 
-def gradescope(exercise: catalog.Exercise, output: Path) -> None:
+def gradescope(exercise: catalog.Exercise, output: Path, *, feedback: str = "full") -> None:
     """A Gradescope autograder zip: the grader with this exercise's hidden checks, never the
     reference; `setup.sh` and `run_autograder` at the top as Gradescope expects."""
     if output.suffix != ".zip":
@@ -174,7 +175,8 @@ def gradescope(exercise: catalog.Exercise, output: Path) -> None:
     try:
         with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
             for name, text in (("setup.sh", _SETUP), ("run_autograder",
-                                                      _RUN.format(name=exercise.name))):
+                                                      _RUN.format(name=exercise.name,
+                                                                  feedback=feedback))):
                 info = zipfile.ZipInfo(name)
                 info.external_attr = 0o755 << 16
                 archive.writestr(info, text)

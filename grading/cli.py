@@ -8,7 +8,6 @@ This module and everything it imports at the top use the standard library only, 
 from __future__ import annotations
 
 import argparse
-import glob
 import importlib.util
 import os
 import shutil
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from grading import catalog
+from grading.inputs import UsageError
+from grading.results import FEEDBACK
 
 _REQUIRED = ("pytest", "hypothesis", "anyio", "trio", "fastapi", "httpx", "uvicorn", "mypy",
              "pytest_timeout")
@@ -35,17 +36,17 @@ examples:
                                                     a folder of submissions, a spreadsheet row each
   python grader.py token_bucket --watch             regrade on every save
   python grader.py token_bucket --check test_refused_request_consumes_nothing
+  python grader.py token_bucket --check 'test_keyed_*' --verbose
+  python grader.py token_bucket --submission ~/alice.py --visible   the visible checks only
   python grader.py all --reference --format json --output grades.jsonl
+  python grader.py billing --submission bob.py --feedback names     hidden checks: names only
+  python grader.py billing --submission bob.py --compare bob-june.json   what moved since then
   python grader.py bundle token_bucket billing --output take-home.zip
   python grader.py bundle token_bucket --gradescope --output autograder.zip
   python grader.py hint token_bucket                one more hint each time
 
 exit status: 0 every check passed, 1 some check failed, 2 bad usage
 """
-
-
-class UsageError(Exception):
-    """Bad usage: reported as one line on stderr, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,11 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="grade a classic wrong answer (tests/mutants/NAME/BUG.diff applied "
                              "to the reference); repeatable; 'all' grades every one")
     parser.add_argument("--check", action="append", metavar="NAME",
-                        help="run only this check (test function name or check id); repeatable")
+                        help="run only this check: a test function name, a check id, a glob "
+                             "('test_refill_*') or a unique prefix; repeatable")
+    parser.add_argument("--visible", action="store_true",
+                        help="run only the visible checks (exercises/NAME/test_NAME.py)")
     parser.add_argument("--format", choices=("text", "json", "csv", "gradescope", "junit"),
                         default="text",
                         help="report format (default: text); json and gradescope write one "
                              "object per submission per line, csv one row per submission")
+    parser.add_argument("--feedback", choices=FEEDBACK, default="full",
+                        help="what the report shows of hidden checks: full (message and "
+                             "example; default), names (name and outcome), score (points per "
+                             "category); with bundle --gradescope, what students see")
+    parser.add_argument("--compare", metavar="OLD.json",
+                        help="after grading, list every check whose outcome moved since OLD.json "
+                             "(an earlier --format json report)")
     parser.add_argument("--output", metavar="PATH",
                         help="write the report (or the bundle) here instead of stdout")
     parser.add_argument("--jobs", "-j", type=_jobs, default=1, metavar="N",
@@ -167,7 +178,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             raise UsageError("a Gradescope autograder is for one exercise")
         try:
             if args.gradescope:
-                gradescope(exercises[0], Path(args.output))
+                gradescope(exercises[0], Path(args.output), feedback=args.feedback)
             else:
                 bundle(exercises, Path(args.output))
         except BundleError as exc:
@@ -193,42 +204,6 @@ def _find(name: str) -> catalog.Exercise:
         return catalog.find(name)
     except catalog.UnknownExercise as exc:
         raise UsageError(f"{exc} (`python grader.py list` shows them all)") from None
-
-
-def submissions(exercise: catalog.Exercise, args: argparse.Namespace) -> list[Path]:
-    """The files to grade for `exercise`, each checked to exist."""
-    if args.reference:
-        return [exercise.solution]
-    if args.mutant:
-        return _mutants(exercise, args.mutant)
-    if not args.submission:
-        return [exercise.stub]
-    found: list[Path] = []
-    for spec in args.submission:
-        path = Path(spec).expanduser()
-        if path.is_dir():
-            found.extend(sorted(p for p in path.glob("*.py") if p.is_file()))
-        elif any(ch in spec for ch in "*?["):
-            found.extend(sorted(Path(p) for p in glob.glob(os.path.expanduser(spec))))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise UsageError(f"no such file: {spec}")
-    if not found:
-        raise UsageError(f"no .py files in {', '.join(args.submission)}")
-    return found
-
-
-def _mutants(exercise: catalog.Exercise, bugs: list[str]) -> list[Path]:
-    from grading import mutants
-    try:
-        chosen = (mutants.of(exercise) if "all" in bugs
-                  else [mutants.find(exercise, bug) for bug in bugs])
-        if not chosen:
-            raise UsageError(f"{exercise.name} has no mutants")
-        return [mutants.materialize(m) for m in chosen]
-    except mutants.MutantError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _list(out: TextIO) -> int:

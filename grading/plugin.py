@@ -30,6 +30,7 @@ import re
 import sys
 import time
 from collections.abc import Generator
+from types import TracebackType
 from typing import Any
 
 import pytest
@@ -191,10 +192,67 @@ def pytest_runtest_makereport(
     if call.excinfo is not None and item.nodeid not in _failures:
         exc = call.excinfo.value
         notes = "\n".join(str(n) for n in getattr(exc, "__notes__", ()))
-        text = str(exc)
-        message = f"{call.excinfo.typename}: {text}" if text else call.excinfo.typename
-        _failures[item.nodeid] = (message, notes)
+        _failures[item.nodeid] = (_describe(exc), notes)
     return report
+
+
+def _describe(exc: BaseException) -> str:
+    """What failed, for a person: the exception's type and message, and the submission's own
+    line where it was raised (or, for a timeout, where it was stuck). An exception group is
+    reported as its leaf exceptions, one line each, however deeply they are nested."""
+    leaves = _leaves(exc)
+    if len(leaves) == 1 and leaves[0] is exc:
+        where = _where(exc.__traceback__)
+        if where:
+            verb = "stuck at" if _TIMEOUT_RE.search(str(exc)) else "at"
+            return f"{_one_line(exc)}\n  {verb} {where}"
+        return _one_line(exc) + "".join(f"\n  from {line}" for line in _origins(exc))
+    lines = [f"{type(exc).__name__} with {len(leaves)} leaf "
+             f"exception{'s' if len(leaves) > 1 else ''}:"]
+    for leaf in leaves:
+        where = _where(leaf.__traceback__)
+        lines.append(f"  {_one_line(leaf)}" + (f" (at {where})" if where else ""))
+    return "\n".join(lines)
+
+
+def _origins(exc: BaseException) -> list[str]:
+    """The submission's exceptions that a check's own failure was raised while handling (a
+    check that catches the submission's error and fails with its own words), with their lines."""
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        found = [f"{_one_line(leaf)} (at {where})" for leaf in _leaves(cause)
+                 if (where := _where(leaf.__traceback__))]
+        if found:
+            return found
+        cause = cause.__cause__ or cause.__context__
+    return []
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _where(tb: TracebackType | None) -> str:
+    """`NAME.py:LINE in FUNCTION` for the deepest frame of the submission in `tb`, or ""."""
+    submission = _CONFIG.get("submission")
+    if not submission:
+        return ""
+    target, found = os.path.realpath(submission), ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if os.path.realpath(code.co_filename) == target:
+            found = f"{os.path.basename(submission)}:{tb.tb_lineno} in {code.co_name}"
+        tb = tb.tb_next
+    return found
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

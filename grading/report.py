@@ -1,6 +1,10 @@
 """Render grades: text for people, JSON / Gradescope / JUnit XML for machines.
 
 Every format is built from the same `Grade`; none of them computes a score of its own.
+
+`feedback` says what a report shows of the hidden checks (visible checks always show all):
+`full`, each check's message and falsifying example; `names`, each check's name and outcome;
+`score`, only the points per category.
 """
 
 from __future__ import annotations
@@ -11,90 +15,97 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, TextIO
 
-from grading.sandbox import Result
+from grading.results import CATEGORIES, STATUSES, Grade, Result, num
 
 FORMATS = ("text", "json", "csv", "gradescope", "junit")
-CATEGORIES = ("correctness", "edge_cases", "bad_input", "concurrency", "performance")
-STATUSES = ("passed", "failed", "error", "timeout", "crashed")
 
 
-@dataclass
-class Grade:
-    exercise: str
-    submission: str
-    results: list[Result]
-    duration: float
-    mypy: str = ""  # one line: "clean", "N errors: first error", or "" when not run
-
-    @property
-    def score(self) -> float:
-        return sum(r.earned for r in self.results)
-
-    @property
-    def max_score(self) -> float:
-        return sum(r.check.points for r in self.results)
-
-    @property
-    def passed(self) -> bool:
-        return all(r.status == "passed" for r in self.results)
+def _shown(result: Result, feedback: str) -> bool:
+    """Whether a check's message and falsifying example may be shown."""
+    return result.check.visibility == "visible" or feedback == "full"
 
 
-def _num(x: float) -> float | int:
-    return int(x) if float(x).is_integer() else round(x, 2)
+def _listed(grade: Grade, feedback: str) -> list[Result]:
+    """The checks a report lists one by one: at `score`, only the visible ones."""
+    if feedback == "score":
+        return [r for r in grade.results if r.check.visibility == "visible"]
+    return grade.results
 
 
-def as_dict(grade: Grade) -> dict[str, Any]:
-    return {
+def hidden_by_category(grade: Grade) -> dict[str, dict[str, float | int]]:
+    """Points earned and available per category over the hidden checks."""
+    out: dict[str, dict[str, float]] = {}
+    for r in grade.results:
+        if r.check.visibility == "hidden":
+            entry = out.setdefault(r.check.category, {"points": 0.0, "max_points": 0.0})
+            entry["points"] += r.earned
+            entry["max_points"] += r.check.points
+    return {c: {k: num(v) for k, v in e.items()} for c, e in out.items()}
+
+
+def as_dict(grade: Grade, feedback: str = "full") -> dict[str, Any]:
+    data: dict[str, Any] = {
         "exercise": grade.exercise,
         "submission": grade.submission,
-        "score": _num(grade.score),
-        "max_score": _num(grade.max_score),
+        "score": num(grade.score),
+        "max_score": num(grade.max_score),
         "duration": round(grade.duration, 3),
         "mypy": grade.mypy or None,
+        "feedback": feedback,
         "checks": [
             {
                 "id": r.check.id,
                 "name": r.check.name,
                 "visibility": r.check.visibility,
                 "category": r.check.category,
-                "points": _num(r.earned),
-                "max_points": _num(r.check.points),
+                "points": num(r.earned),
+                "max_points": num(r.check.points),
                 "status": r.status,
-                "message": r.message,
-                "falsifying_example": r.falsifying,
+                "message": r.message if _shown(r, feedback) else "",
+                "falsifying_example": r.falsifying if _shown(r, feedback) else "",
                 "duration": round(r.duration, 4),
             }
-            for r in grade.results
+            for r in _listed(grade, feedback)
         ],
+        "grader": grade.provenance,
     }
+    if feedback == "score":
+        data["hidden_by_category"] = hidden_by_category(grade)
+    return data
 
 
-def as_gradescope(grade: Grade) -> dict[str, Any]:
-    """The Gradescope autograder `results.json` schema."""
+def as_gradescope(grade: Grade, feedback: str = "full") -> dict[str, Any]:
+    """The Gradescope autograder `results.json` schema.
+
+    Hidden checks at `names` show their name and outcome, no output; at `score` they are
+    `after_published`: students see them, output and all, once grades are published.
+    """
     tests = []
     for r in grade.results:
         output = "\n".join(part for part in (r.message, r.falsifying) if part)
+        if r.check.visibility == "hidden" and feedback == "names":
+            output = ""
+        hold_back = r.check.visibility == "hidden" and feedback == "score"
         tests.append({
             "name": r.check.name,
             "number": r.check.id,
-            "score": _num(r.earned),
-            "max_score": _num(r.check.points),
+            "score": num(r.earned),
+            "max_score": num(r.check.points),
             "status": "passed" if r.status == "passed" else "failed",
             "output": output if r.status == "passed" else f"[{r.status}] {output}".rstrip(),
             "tags": [r.check.category, r.check.visibility],
-            "visibility": "visible",
+            "visibility": "after_published" if hold_back else "visible",
         })
-    summary = f"{grade.exercise}: {_num(grade.score)}/{_num(grade.max_score)}"
+    summary = f"{grade.exercise}: {num(grade.score)}/{num(grade.max_score)}"
     if grade.mypy:
         summary += f"\nmypy --strict (unscored): {grade.mypy}"
-    return {"score": _num(grade.score), "execution_time": round(grade.duration, 3),
-            "output": summary, "tests": tests}
+    return {"score": num(grade.score), "execution_time": round(grade.duration, 3),
+            "output": summary, "tests": tests, "extra_data": {"grader": grade.provenance}}
 
 
-def as_junit(grades: list[Grade]) -> str:
+def as_junit(grades: list[Grade], feedback: str = "full") -> str:
     suites = ET.Element("testsuites")
     for grade in grades:
         counts = Counter(r.status for r in grade.results)
@@ -105,7 +116,10 @@ def as_junit(grades: list[Grade]) -> str:
             "errors": str(counts["error"] + counts["crashed"]),
             "time": f"{grade.duration:.3f}",
         })
-        for r in grade.results:
+        suite_props = ET.SubElement(suite, "properties")
+        for key, value in _flat("grader", grade.provenance):
+            ET.SubElement(suite_props, "property", {"name": key, "value": value})
+        for r in _listed(grade, feedback):
             case = ET.SubElement(suite, "testcase", {
                 "classname": f"{grade.exercise}.{r.check.visibility}",
                 "name": r.check.name,
@@ -115,32 +129,43 @@ def as_junit(grades: list[Grade]) -> str:
             props = case.find("properties")
             assert props is not None
             for key, value in (("id", r.check.id), ("category", r.check.category),
-                               ("points", str(_num(r.earned))),
-                               ("max_points", str(_num(r.check.points)))):
+                               ("points", str(num(r.earned))),
+                               ("max_points", str(num(r.check.points)))):
                 ET.SubElement(props, "property", {"name": key, "value": value})
             if r.status != "passed":
                 tag = "failure" if r.status in ("failed", "timeout") else "error"
-                node = ET.SubElement(case, tag, {"message": f"[{r.status}] {r.message[:200]}",
+                message = r.message if _shown(r, feedback) else ""
+                node = ET.SubElement(case, tag, {"message": f"[{r.status}] {message[:200]}",
                                                  "type": r.status})
-                node.text = "\n".join(part for part in (r.message, r.falsifying) if part)
+                if _shown(r, feedback):
+                    node.text = "\n".join(part for part in (r.message, r.falsifying) if part)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _flat(prefix: str, value: Any) -> list[tuple[str, str]]:
+    """A nested mapping as dotted keys: ("grader.python", "3.11.7")."""
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in _flat(f"{prefix}.{k}", v)]
+    return [(prefix, str(value))]
 
 
 def as_csv(grades: list[Grade], out: TextIO) -> None:
     """One row per submission, for a spreadsheet: totals, counts and points by category."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["exercise", "submission", "score", "max_score", "percent", *STATUSES,
-                     *CATEGORIES, "duration_s"])
+                     *CATEGORIES, "duration_s", "grader_commit", "checks_sha256"])
     for grade in grades:
         counts = Counter(r.status for r in grade.results)
         by_category: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
         for r in grade.results:
             by_category[r.check.category] = by_category.get(r.check.category, 0.0) + r.earned
         pct = 100 * grade.score / grade.max_score if grade.max_score else 0.0
-        writer.writerow([grade.exercise, grade.submission, _num(grade.score),
-                         _num(grade.max_score), f"{pct:.1f}", *(counts[s] for s in STATUSES),
-                         *(_num(by_category[c]) for c in CATEGORIES), f"{grade.duration:.1f}"])
+        writer.writerow([grade.exercise, grade.submission, num(grade.score),
+                         num(grade.max_score), f"{pct:.1f}", *(counts[s] for s in STATUSES),
+                         *(num(by_category[c]) for c in CATEGORIES), f"{grade.duration:.1f}",
+                         grade.provenance.get("commit", ""),
+                         grade.provenance.get("checks_sha256", "")])
 
 
 def changes(before: Grade | None, after: Grade) -> list[str]:
@@ -152,7 +177,7 @@ def changes(before: Grade | None, after: Grade) -> list[str]:
              if r.status == "passed" and was.get(r.check.id, "passed") != "passed"]
     broke = [r.check.name for r in after.results
              if r.status != "passed" and was.get(r.check.id) == "passed"]
-    lines = [f"since the last run: score {_num(before.score)} -> {_num(after.score)}"]
+    lines = [f"since the last run: score {num(before.score)} -> {num(after.score)}"]
     lines += [f"  now passing: {name}" for name in fixed]
     lines += [f"  now failing: {name}" for name in broke]
     if not fixed and not broke:
@@ -161,22 +186,22 @@ def changes(before: Grade | None, after: Grade) -> list[str]:
 
 
 def render(grades: list[Grade], fmt: str, out: TextIO, *, color: bool = False,
-           verbose: bool = False) -> None:
+           verbose: bool = False, feedback: str = "full") -> None:
     if fmt == "json":
         for grade in grades:
-            out.write(json.dumps(as_dict(grade)) + "\n")
+            out.write(json.dumps(as_dict(grade, feedback)) + "\n")
     elif fmt == "gradescope":
         for grade in grades:
-            out.write(json.dumps(as_gradescope(grade)) + "\n")
+            out.write(json.dumps(as_gradescope(grade, feedback)) + "\n")
     elif fmt == "junit":
-        out.write(as_junit(grades))
+        out.write(as_junit(grades, feedback))
     elif fmt == "csv":
         as_csv(grades, out)
     else:
         for i, grade in enumerate(grades):
             if i:
                 out.write("\n")
-            _text(grade, out, color=color, verbose=verbose)
+            _text(grade, out, color=color, verbose=verbose, feedback=feedback)
 
 
 _MARKS = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "timeout": "TIME",
@@ -188,32 +213,51 @@ def use_color(stream: TextIO) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
-def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool) -> None:
+def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool, feedback: str) -> None:
     def paint(text: str, status: str) -> str:
         return f"\033[{_COLORS[status]}m{text}\033[0m" if color else text
 
     out.write(f"{grade.exercise} · {grade.submission}\n")
-    width = max((len(f"{_num(r.check.points)}") for r in grade.results), default=1)
-    for r in grade.results:
+    width = max((len(f"{num(r.check.points)}") for r in grade.results), default=1)
+    for r in _listed(grade, feedback):
         mark = paint(f"{_MARKS.get(r.status, r.status):<5}", r.status)
-        pts = f"{_num(r.earned):>{width}}/{_num(r.check.points):<{width}}"
+        pts = f"{num(r.earned):>{width}}/{num(r.check.points):<{width}}"
         out.write(f"  {mark} {pts}  {r.check.visibility:<7}  {r.check.name}\n")
-        if r.status != "passed":
+        if r.status == "passed":
+            continue
+        if _shown(r, feedback):
             detail = [line for line in r.message.splitlines() if line.strip()]
             detail += [line for line in r.falsifying.splitlines() if line.strip()]
             limit = len(detail) if verbose else 6
             for line in detail[:limit]:
-                out.write(f"          {line[:160]}\n")
+                out.write(f"          {line if verbose else _clip(line)}\n")
             if len(detail) > limit:
                 more = len(detail) - limit
                 out.write(f"          ... ({more} more lines; --verbose shows all)\n")
+        out.write(f"          rerun: --check {r.check.id.split('::', 1)[1]}\n")
+    if feedback == "score":
+        for category, earned in hidden_by_category(grade).items():
+            out.write(f"  hidden   {earned['points']}/{earned['max_points']}  {category} "
+                      "(hidden checks, by category)\n")
     if grade.mypy:
         out.write(f"  mypy --strict (unscored): {grade.mypy}\n")
     counts = Counter(r.status for r in grade.results)
     tally = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
     pct = 100 * grade.score / grade.max_score if grade.max_score else 0.0
-    out.write(f"score {_num(grade.score)}/{_num(grade.max_score)} ({pct:.0f}%) · {tally} · "
+    out.write(f"score {num(grade.score)}/{num(grade.max_score)} ({pct:.0f}%) · {tally} · "
               f"{grade.duration:.1f} s\n")
+
+
+_WIDTH = 160
+
+
+def _clip(line: str) -> str:
+    """A long line cut at a word boundary, never mid-value, with a pointer to --verbose."""
+    if len(line) <= _WIDTH:
+        return line
+    cut = line.rfind(" ", 0, _WIDTH - 20)
+    cut = cut if cut > _WIDTH // 2 else _WIDTH - 20
+    return f"{line[:cut]} ... ({len(line) - cut} more characters; --verbose shows all)"
 
 
 class ProgressLine:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grading import catalog, cli, report, sandbox, state
+from grading import catalog, provenance, report, sandbox, state
+from grading.inputs import UsageError, select, submissions
+from grading.results import Check, Grade, num
 
 _MYPY_LIMIT = 180.0  # seconds; a cold cache over fastapi's stubs takes a while
 
@@ -19,40 +22,72 @@ _MYPY_LIMIT = 180.0  # seconds; a cold cache over fastapi's stubs takes a while
 def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> int:
     limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout)
     if args.output and not Path(args.output).resolve().parent.is_dir():
-        raise cli.UsageError(f"cannot write {args.output}: no such folder")
-    tasks: list[tuple[catalog.Exercise, Path, list[sandbox.Check]]] = []
+        raise UsageError(f"cannot write {args.output}: no such folder")
+    tasks: list[tuple[catalog.Exercise, Path, list[Check]]] = []
     for exercise in exercises:
-        paths = cli.submissions(exercise, args)
+        paths = submissions(exercise, args)
         try:
-            checks = _select(sandbox.collect(exercise, limits), args.check, exercise)
+            checks = select(sandbox.collect(exercise, limits), args.check, exercise,
+                            visible_only=args.visible)
         except sandbox.GradingError as exc:
-            raise cli.UsageError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         tasks.extend((exercise, path, checks) for path in paths)
     if args.watch:
         if len(tasks) != 1:
-            raise cli.UsageError("--watch follows one submission of one exercise")
+            raise UsageError("--watch follows one submission of one exercise")
         return _watch(*tasks[0], limits, args)
     progress = report.ProgressLine()
     try:
         grades = _grade_tasks(tasks, limits, args, progress)
     finally:
         progress.clear()
-    for (exercise, path, _), grade in zip(tasks, grades, strict=True):
-        if path == exercise.stub and not args.check:
+    if not (args.check or args.visible or args.reference or args.mutant):
+        for grade in grades:  # a whole grading of a candidate's file: `list` shows it
             state.record(grade)
     _write(grades, args)
+    if args.compare:
+        _compare(grades, Path(args.compare))
     return 0 if all(g.passed for g in grades) else 1
 
 
-def _grade_tasks(tasks: list[tuple[catalog.Exercise, Path, list[sandbox.Check]]],
+def _compare(grades: list[Grade], old: Path) -> None:
+    """Each check whose outcome moved since the grading saved in `old` (`--format json`)."""
+    try:
+        lines = old.read_text(encoding="utf-8").splitlines()
+        before = [json.loads(line) for line in lines if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {old} as the grader's --format json output: {exc}") \
+            from None
+    out = sys.stderr
+    for grade in grades:
+        match = next((b for b in before if b.get("exercise") == grade.exercise
+                      and (len(before) == 1 or b.get("submission") == grade.submission)), None)
+        if match is None:
+            out.write(f"compare: {old} has no grade of {grade.exercise} {grade.submission}\n")
+            continue
+        was = {c["id"]: c["status"] for c in match.get("checks", [])}
+        now = {r.check.id: r.status for r in grade.results}
+        moved = [f"  {cid}: {was.get(cid, 'absent')} -> {now.get(cid, 'absent')}"
+                 for cid in sorted(was.keys() | now.keys()) if was.get(cid) != now.get(cid)]
+        then = match.get("grader") or {}
+        same = then.get("checks_sha256") == grade.provenance.get("checks_sha256")
+        out.write(f"compare {grade.exercise} {grade.submission}: score {match.get('score')} -> "
+                  f"{num(grade.score)}; {len(moved)} check(s) moved; "
+                  f"{'the same checks' if same else 'the checks or the reference changed'} "
+                  f"(commit {then.get('commit', '?')} -> {grade.provenance.get('commit')})\n")
+        for line in moved:
+            out.write(line + "\n")
+
+
+def _grade_tasks(tasks: list[tuple[catalog.Exercise, Path, list[Check]]],
                  limits: sandbox.Limits, args: argparse.Namespace,
-                 progress: report.ProgressLine) -> list[report.Grade]:
+                 progress: report.ProgressLine) -> list[Grade]:
     if args.jobs == 1 or len(tasks) == 1:
         return [_grade_one(e, p, c, limits, args, progress) for e, p, c in tasks]
     done = [0]
     quiet = report.ProgressLine(live=False)
 
-    def one(task: tuple[catalog.Exercise, Path, list[sandbox.Check]]) -> report.Grade:
+    def one(task: tuple[catalog.Exercise, Path, list[Check]]) -> Grade:
         grade = _grade_one(*task, limits, args, quiet)
         done[0] += 1
         progress(done[0], len(tasks), f"graded {grade.submission}")
@@ -62,10 +97,10 @@ def _grade_tasks(tasks: list[tuple[catalog.Exercise, Path, list[sandbox.Check]]]
         return list(pool.map(one, tasks))
 
 
-def _watch(exercise: catalog.Exercise, path: Path, checks: list[sandbox.Check],
+def _watch(exercise: catalog.Exercise, path: Path, checks: list[Check],
            limits: sandbox.Limits, args: argparse.Namespace) -> int:
     """Regrade whenever the submission is saved; show what changed since the last run."""
-    previous: report.Grade | None = None
+    previous: Grade | None = None
     while True:
         stamp = path.stat().st_mtime_ns
         progress = report.ProgressLine()
@@ -76,7 +111,7 @@ def _watch(exercise: catalog.Exercise, path: Path, checks: list[sandbox.Check],
         if sys.stdout.isatty():
             sys.stdout.write("\033[2J\033[H")
         report.render([grade], "text", sys.stdout, color=report.use_color(sys.stdout),
-                      verbose=args.verbose)
+                      verbose=args.verbose, feedback=args.feedback)
         for line in report.changes(previous, grade):
             sys.stdout.write(line + "\n")
         sys.stdout.write(f"watching {_display(path)} (Ctrl-C to stop)\n")
@@ -86,23 +121,9 @@ def _watch(exercise: catalog.Exercise, path: Path, checks: list[sandbox.Check],
             time.sleep(0.3)
 
 
-def _select(checks: list[sandbox.Check], wanted: list[str] | None,
-            exercise: catalog.Exercise) -> list[sandbox.Check]:
-    if not wanted:
-        return checks
-    chosen: list[sandbox.Check] = []
-    for name in wanted:
-        hits = [c for c in checks
-                if name in (c.id, c.id.split("::", 1)[1], c.id.split("::", 1)[1].split("[")[0])]
-        if not hits:
-            raise cli.UsageError(f"{exercise.name} has no check {name!r}")
-        chosen.extend(c for c in hits if c not in chosen)
-    return chosen
-
-
-def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[sandbox.Check],
+def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[Check],
                limits: sandbox.Limits, args: argparse.Namespace,
-               progress: report.ProgressLine) -> report.Grade:
+               progress: report.ProgressLine) -> Grade:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="grader-mypy-") as tmp:
         mypy = None if args.no_mypy else _start_mypy(exercise, path, Path(tmp))
@@ -110,7 +131,8 @@ def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[sandbox.Chec
             exercise, path, checks, limits,
             lambda done, total, name: progress(done, total, f"{exercise.name}: {name}"))
         line = _finish_mypy(mypy) if mypy is not None else ""
-    return report.Grade(exercise.name, _display(path), results, time.monotonic() - started, line)
+    return Grade(exercise.name, _display(path), results, time.monotonic() - started, line,
+                 provenance.of(exercise))
 
 
 def _display(path: Path) -> str:
@@ -147,13 +169,14 @@ def _finish_mypy(proc: subprocess.Popen[str]) -> str:
     return f"{len(errors)} error{plural}, first: {errors[0]}"
 
 
-def _write(grades: list[report.Grade], args: argparse.Namespace) -> None:
+def _write(grades: list[Grade], args: argparse.Namespace) -> None:
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as out:
-                report.render(grades, args.format, out, verbose=args.verbose)
+                report.render(grades, args.format, out, verbose=args.verbose,
+                              feedback=args.feedback)
         except OSError as exc:
-            raise cli.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
         return
     report.render(grades, args.format, sys.stdout, color=report.use_color(sys.stdout),
-                  verbose=args.verbose)
+                  verbose=args.verbose, feedback=args.feedback)

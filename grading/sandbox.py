@@ -30,6 +30,7 @@ from typing import Any
 
 from grading import forkserver
 from grading.catalog import ROOT, Exercise
+from grading.results import Check, Result
 
 CACHE = ROOT / ".grader" / "checks"
 _PLUGIN = "_kata_grading_plugin"
@@ -48,32 +49,6 @@ class Limits:
     file_size: int = 64 << 20  # bytes any one file (captured output included) may grow to
     open_files: int = 512
     timeout: float = 10.0  # default per-check limit; `@pytest.mark.timeout(s)` overrides
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check as collected from the trusted stub."""
-
-    id: str
-    name: str
-    visibility: str
-    category: str
-    points: float
-    timeout: float
-    file: str = ""  # the test file, relative to the work directory ("" if not known)
-
-
-@dataclass
-class Result:
-    check: Check
-    status: str = "pending"  # passed | failed | error | timeout | crashed
-    message: str = ""
-    falsifying: str = ""
-    duration: float = 0.0
-
-    @property
-    def earned(self) -> float:
-        return self.check.points if self.status == "passed" else 0.0
 
 
 @dataclass
@@ -196,7 +171,8 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     with contextlib.suppress(OSError), open(stdin_write, "wb") as stdin:
         # A child already gone is handled below.
         stdin.write(json.dumps({**config, "token": token, "channel": str(channel),
-                                "timeout": limits.timeout}).encode())
+                                "timeout": limits.timeout,
+                                "submission": str(work / f"{exercise.name}.py")}).encode())
     child = _Child()
     reader = _ChannelReader(channel, token)
     try:

@@ -1,6 +1,8 @@
 """Last scores for this checkout, kept in `.grader/state.json` (ignored by git).
 
-Only grading an exercise's own stub (the file a candidate edits) records a score.
+A whole grading of a candidate's file records its score and the file, wherever it lives (the
+stub in `exercises/`, or any `--submission`); a partial run (`--check`, `--visible`), the
+reference and the mutants do not.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING
 from grading import catalog
 
 if TYPE_CHECKING:
-    from grading.report import Grade
+    from grading.results import Grade
 
 STATE = catalog.ROOT / ".grader" / "state.json"
 
@@ -36,7 +38,7 @@ def _save(data: dict[str, dict[str, object]]) -> None:
 def record(grade: Grade) -> None:
     data = _load()
     entry = data.setdefault(grade.exercise, {})
-    entry.update(score=grade.score, max_score=grade.max_score,
+    entry.update(score=grade.score, max_score=grade.max_score, file=grade.submission,
                  when=time.strftime("%Y-%m-%d %H:%M"))
     _save(data)
 
@@ -53,7 +55,7 @@ def record_hint(name: str, seen: int) -> None:
 
 
 def last_scores() -> dict[str, str]:
-    """Exercise name -> "E/P (when)" for every exercise graded before."""
+    """Exercise name -> "E/P (when, file)" for every exercise graded before."""
     out = {}
     for name, entry in _load().items():
         if "score" not in entry:
@@ -62,5 +64,6 @@ def last_scores() -> dict[str, str]:
             score, top = float(entry["score"]), float(entry["max_score"])  # type: ignore[arg-type]
         except (KeyError, TypeError, ValueError):
             continue
-        out[name] = f"{score:g}/{top:g} ({entry.get('when', '?')})"
+        where = f", {entry['file']}" if entry.get("file") else ""
+        out[name] = f"{score:g}/{top:g} ({entry.get('when', '?')}{where})"
     return out

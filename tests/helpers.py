@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grading import catalog, mutants, sandbox
+from grading.results import Check, Result
 
 ROOT = catalog.ROOT
 EXERCISES = catalog.exercises()
@@ -41,16 +42,16 @@ def run_grader(args: Sequence[str], *, timeout: float = 300, cwd: Path = ROOT,
 
 
 @cache
-def checks_of(name: str) -> tuple[sandbox.Check, ...]:
+def checks_of(name: str) -> tuple[Check, ...]:
     return tuple(sandbox.collect(catalog.Exercise(name)))
 
 
 _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
-_JOBS: dict[tuple[str, str, tuple[str, ...], int], Future[list[sandbox.Result]]] = {}
+_JOBS: dict[tuple[str, str, tuple[str, ...], int], Future[list[Result]]] = {}
 
 
 def grade(name: str, submission: Path, only: Sequence[str] = (),
-          again: int = 0) -> list[sandbox.Result]:
+          again: int = 0) -> list[Result]:
     """Grade `submission` (only the named checks, if any; a mutant's `.diff` is applied to the
     reference first); cached per session, so the same arguments grade once (`again` > 0 asks
     for a separate, later grading)."""
@@ -65,7 +66,7 @@ def prefetch(name: str, submission: Path, only: Sequence[str] = (), again: int =
         _JOBS[key] = _POOL.submit(_grade, name, submission, tuple(only))
 
 
-def _grade(name: str, submission: Path, only: tuple[str, ...]) -> list[sandbox.Result]:
+def _grade(name: str, submission: Path, only: tuple[str, ...]) -> list[Result]:
     if submission.suffix == ".diff":  # a mutant: applied here, so a stale patch fails its test
         submission = mutant_file(submission)
     checks = list(checks_of(name))
@@ -84,7 +85,7 @@ def caught_by(patch: Path) -> list[str]:
     return mutants.Mutant(patch.parent.name, patch.stem, patch).caught_by
 
 
-def describe(results: list[sandbox.Result]) -> str:
+def describe(results: list[Result]) -> str:
     lines = []
     for r in results:
         first = r.message.splitlines()[0] if r.message else ""

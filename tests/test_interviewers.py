@@ -124,8 +124,8 @@ def test_a_stack_graded_in_parallel_gives_one_csv_row_each(tmp_path: Path) -> No
 
 
 def test_watch_reports_what_changed_between_runs() -> None:
-    from grading.report import Grade, changes
-    from grading.sandbox import Check, Result
+    from grading.report import changes
+    from grading.results import Check, Grade, Result
 
     check = Check("hidden::test_x", "The x rule.", "hidden", "correctness", 2.0, 10.0)
     before = Grade("e", "s.py", [Result(check, "failed", "boom")], 1.0)

@@ -1,0 +1,105 @@
+"""Hidden checks for hang_finder: file names, malformed dumps, bad arguments."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hang_finder import DumpError, find_hang, load_dump, main, scan
+from hang_finder_helpers import dumps_of, job
+
+pytestmark = pytest.mark.category("bad_input")
+_GOOD = job(2, 1, 1).docs[1]
+
+
+@pytest.mark.points(2)
+def test_the_rank_comes_from_the_last_number_in_the_file_name(tmp_path: Path) -> None:
+    """The rank is the last number in the file's name; an explicit rank wins."""
+    text = json.dumps(_GOOD)
+    for name, want in [("nccl_trace_rank_17", 17), ("host-12_rank_3.json", 3),
+                       ("job7_trace_0.json", 0), ("trace_4096.json", 4096)]:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        got = load_dump(tmp_path / name).rank
+        assert got == want, f"load_dump({name!r}).rank is {got}, expected {want}"
+        assert load_dump(str(tmp_path / name), rank=9).rank == 9, "an explicit rank must win"
+    with (tmp_path / "nccl_trace_rank_17").open(encoding="utf-8") as f:
+        assert load_dump(f).rank == 17, "an open file's name gives the rank"
+
+
+def test_no_rank_in_name_or_argument_raises_value_error() -> None:
+    """A stream without a name and no rank argument raises ValueError."""
+    with pytest.raises(ValueError):
+        load_dump(io.StringIO(json.dumps(_GOOD)))
+    with pytest.raises(ValueError):
+        load_dump(io.StringIO(json.dumps(_GOOD)), rank=-1)
+
+
+def _broken() -> dict[str, str]:
+    text = json.dumps(_GOOD)
+    no_status = {k: v for k, v in _GOOD.items() if k != "pg_status"}
+    bad_state = json.loads(text)
+    bad_state["entries"][0]["state"] = "finished"
+    no_seq = json.loads(text)
+    del no_seq["entries"][0]["collective_seq_id"]
+    bad_pg = json.loads(text)
+    bad_pg["entries"][0]["pg_id"] = 42
+    return {"truncated": text[: len(text) // 2], "empty": "", "not JSON": "rank 3 crashed\n",
+            "a list": "[1, 2]", "no pg_status": json.dumps(no_status),
+            "unknown state": json.dumps(bad_state), "no collective_seq_id": json.dumps(no_seq),
+            "unknown pg_id": json.dumps(bad_pg)}
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("case", sorted(_broken()))
+def test_a_malformed_dump_raises_dump_error_naming_the_file(case: str, tmp_path: Path) -> None:
+    """A truncated, non-JSON or incomplete dump raises DumpError (a ValueError) naming the file."""
+    path = tmp_path / "nccl_trace_rank_3.json"
+    path.write_text(_broken()[case], encoding="utf-8")
+    assert issubclass(DumpError, ValueError), "DumpError must subclass ValueError"
+    with pytest.raises(DumpError, match=r"nccl_trace_rank_3\.json"):
+        load_dump(path)
+
+
+def test_a_binary_file_raises_dump_error(tmp_path: Path) -> None:
+    """A file that is not text (a pickle dump, say) raises DumpError, not UnicodeDecodeError."""
+    path = tmp_path / "trace_1"
+    path.write_bytes(b"\x80\x04\x95\xff\xfe pickled \x00")
+    with pytest.raises(DumpError):
+        load_dump(path)
+
+
+@pytest.mark.points(2)
+def test_scan_reports_an_unreadable_file_and_counts_its_rank_as_no_dump(tmp_path: Path) -> None:
+    """scan lists an unreadable file as (name, reason), never raises, and its rank has no dump."""
+    for r, doc in job(4, 2, 2).docs.items():
+        (tmp_path / f"trace_{r}.json").write_text(json.dumps(doc)[: 40 if r == 2 else None],
+                                                  encoding="utf-8")
+    (tmp_path / "trace_3.json").write_bytes(b"\x80\x04\x95 pickle")
+    report = scan(tmp_path)
+    names = sorted(name for name, _ in report.unreadable)
+    assert names == ["trace_2.json", "trace_3.json"], f"unreadable: {report.unreadable}"
+    assert all(why for _, why in report.unreadable), f"each needs a reason: {report.unreadable}"
+    assert report.no_dump == (2, 3), f"no_dump is {report.no_dump}, expected (2, 3)"
+    assert report.kind == "missing_rank", f"kind is {report.kind!r}, expected missing_rank"
+
+
+def test_duplicate_ranks_and_bad_world_sizes_raise_value_error() -> None:
+    """Two dumps of one rank, world_size < 1, or a rank >= world_size raise ValueError."""
+    docs = job(2, 1, 1).docs
+    for dumps, world in [([*dumps_of(docs), *dumps_of(docs, [1])], 2),
+                         (list(dumps_of(docs)), 0), (list(dumps_of(docs)), 1)]:
+        with pytest.raises(ValueError):
+            find_hang(dumps, world)
+
+
+@pytest.mark.points(2)
+def test_the_command_line_says_what_is_wrong_with_exit_status_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing folder or a bad option: one line on stderr, exit status 2, no traceback."""
+    for argv in ([str(tmp_path / "nowhere")], [str(tmp_path), "--format", "yaml"], []):
+        code = main(argv)
+        err = capsys.readouterr().err.strip()
+        assert code == 2, f"main({argv}) returned {code}, expected 2"
+        assert err and "Traceback" not in err, f"main({argv}) printed {err!r} on stderr"

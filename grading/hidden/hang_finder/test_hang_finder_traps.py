@@ -1,0 +1,127 @@
+"""Hidden checks for hang_finder: the six traps, one named check (or two) each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hang_finder_helpers import Doc, entry, job, report_of, summary, two_rank
+
+
+@pytest.mark.points(3)
+def test_a_rank_whose_entries_fell_off_the_buffer_is_judged_by_pg_status() -> None:
+    """Ring buffer: a rank with no entry left in a group is judged by pg_status, not by absence."""
+    # Hang in the dp group; with 2 entries kept, rank 5 holds no dp entry at all (only tp).
+    j = job(8, 2, 3, fault="missing", culprit=5, hang_op=2, buffer=2)
+    got = summary(report_of(j.docs, 8))
+    want = [("2", (1, 3, 5, 7), 4, "missing_rank", (5,), (), ())]
+    assert got == want, f"dp hang at seq 4, rank 5 missing, 2-entry buffers: got {got}"
+
+
+@pytest.mark.points(3)
+def test_a_rank_whose_stuck_entry_fell_off_the_buffer_is_not_missing() -> None:
+    """Ring buffer: a rank whose newest record reached the stuck seq has entered it."""
+    waiting = entry(40, 0, 5, state="scheduled")
+    newer = [entry(41 + i, 1, i + 1, name="nccl:_allgather_base") for i in range(3)]
+    docs = {
+        0: two_rank({"0": (5, -1, 4), "1": (3, -1, 3)}, [waiting, *newer]),
+        # Rank 1 kept 3 entries: its seq-5 entry in group 0 fell off; pg_status still has it.
+        1: two_rank({"0": (5, -1, 4), "1": (3, -1, 3)}, newer),
+    }
+    report = report_of(docs, 2)
+    got = summary(report)
+    want = [("0", (0, 1), 5, "all_entered", (), (), ())]
+    assert got == want, f"both ranks enqueued seq 5 of group 0 (rank 1's entry rotated out): {got}"
+
+
+@pytest.mark.points(2)
+def test_a_group_whose_old_entries_fell_off_every_buffer_is_not_stuck() -> None:
+    """Ring buffer: a group with no entries left anywhere but complete in pg_status is idle."""
+    j = job(4, 2, 3, fault="missing", culprit=3, hang_op=1, buffer=1)
+    got = summary(report_of(j.docs, 4))
+    want = [("1", (2, 3), 8, "missing_rank", (3,), (), ())]
+    assert got == want, f"only tp group (2, 3) is stuck, at seq 8; 1-entry buffers: got {got}"
+
+
+@pytest.mark.points(3)
+def test_sequence_numbers_are_per_group_not_record_ids() -> None:
+    """collective_seq_id counts per process group; record_id (per rank) aligns nothing."""
+    j = job(8, 4, 2, fault="missing", culprit=6, hang_op=2)
+    got = summary(report_of(j.docs, 8))
+    want = [("2", (2, 6), 3, "missing_rank", (6,), (), ())]
+    assert got == want, f"dp group (2, 6) stuck at its 3rd collective (record ids differ): {got}"
+    healthy = summary(report_of(job(8, 4, 3).docs, 8))
+    assert healthy == [], f"a healthy 3-group job must show no stuck group, got {healthy}"
+
+
+@pytest.mark.points(3)
+def test_groups_with_one_id_but_different_members_are_different_groups() -> None:
+    """A group is its id and its members: tp groups [0,1] and [4,5] may both be id "1"."""
+    j = job(8, 2, 3, fault="missing", culprit=5, hang_op=1)
+    got = summary(report_of(j.docs, 8))
+    want: list[Any] = [("1", (4, 5), 8, "missing_rank", (5,), (), ())]
+    assert got == want, f"only tp group (4, 5) (id '1', like every tp group) is stuck: got {got}"
+    # tp = world: group "1" has the same members as the default group "0"; still two groups.
+    j = job(4, 4, 2, fault="missing", culprit=2, hang_op=3)
+    got = summary(report_of(j.docs, 4))
+    want = [("0", (0, 1, 2, 3), 3, "missing_rank", (2,), (), ())]
+    assert got == want, f"default group stuck at seq 3; tp group '1' (same ranks) idle: got {got}"
+
+
+@pytest.mark.points(3)
+def test_a_member_with_no_dump_makes_the_group_missing_rank() -> None:
+    """A stuck group's member with no dump is a finding (missing_rank), never skipped."""
+    j = job(8, 2, 3, fault="crash", culprit=5, hang_op=2)
+    report = report_of(j.docs, 8)
+    got = summary(report)
+    want = [("2", (1, 3, 5, 7), 4, "missing_rank", (), (), (5,))]
+    assert got == want, f"rank 5 crashed (no dump) while dp peers wait at seq 4: got {got}"
+    assert report.no_dump == (5,), f"Report.no_dump is {report.no_dump}, expected (5,)"
+    assert report.kind == "missing_rank", f"Report.kind is {report.kind!r}, expected missing_rank"
+
+
+@pytest.mark.points(2)
+def test_a_missing_dump_alone_makes_the_report_missing_rank() -> None:
+    """With no stuck group, a rank in range(world_size) without a dump still makes missing_rank."""
+    docs = job(4, 2, 2).docs
+    del docs[3]
+    report = report_of(docs, 4)
+    assert report.no_dump == (3,), f"Report.no_dump is {report.no_dump}, expected (3,)"
+    assert report.kind == "missing_rank", f"Report.kind is {report.kind!r}, expected missing_rank"
+    report = report_of(job(4, 2, 2).docs, 6)
+    assert report.no_dump == (4, 5), f"world_size 6, dumps 0-3: no_dump is {report.no_dump}"
+
+
+@pytest.mark.points(3)
+def test_send_and_recv_are_not_collectives() -> None:
+    """A send/recv (is_p2p) that repeats the stuck collective's seq is not a second op there."""
+    def rank(name: str) -> Doc:
+        return two_rank({"0": (6, -1, 5), "1": (0, -1, 0)}, [
+            entry(9, 0, 5), entry(10, 0, 6, state="scheduled"),
+            entry(11, 0, 6, name=name, p2p=True, p2p_seq=3, state="scheduled",
+                  sizes=[[64]])])
+
+    got = summary(report_of({0: rank("nccl:send"), 1: rank("nccl:recv")}, 2))
+    want: list[Any] = [("0", (0, 1), 6, "all_entered", (), (), ())]
+    assert got == want, f"both ranks entered all_reduce seq 6, then a send/recv: got {got}"
+    j = job(8, 2, 3, fault="missing", culprit=4, hang_op=0, sends=True, buffer=3)
+    got = summary(report_of(j.docs, 8))
+    want = [("1", (4, 5), 7, "missing_rank", (4,), (), ())]
+    assert got == want, f"tp pipeline with sends, rank 4 missing at seq 7: got {got}"
+
+
+@pytest.mark.points(3)
+def test_a_scheduled_entry_counts_as_entered() -> None:
+    """scheduled (enqueued, not started) still entered: all scheduled, none done is all_entered."""
+    for timing in (False, True):
+        j = job(8, 2, 2, fault="all_entered", culprit=3, hang_op=2, timing=timing)
+        got = summary(report_of(j.docs, 8))
+        want: list[Any] = [("2", (1, 3, 5, 7), 3, "all_entered", (), (), ())]
+        state = "started" if timing else "scheduled"
+        assert got == want, f"every dp member's seq-3 entry is {state}: got {got}"
+    mixed = {r: two_rank({"0": (4, 4 if r == 0 else -1, 3), "1": (0, -1, 0)},
+                         [entry(7, 0, 4, state="started" if r == 0 else "scheduled")])
+             for r in (0, 1)}
+    got = summary(report_of(mixed, 2))
+    want = [("0", (0, 1), 4, "all_entered", (), (), ())]
+    assert got == want, f"rank 0 started seq 4, rank 1 only scheduled it: got {got}"

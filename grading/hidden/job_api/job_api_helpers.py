@@ -1,0 +1,165 @@
+"""Shared by job_api's hidden checks: a settable clock, a synchronous client, problem checks."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from functools import partial
+from typing import Any
+
+import anyio
+import httpx
+import job_api
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+JOB = {"name": "train-llama", "command": ["python", "train.py"], "gpus": 8}
+T0 = 1_700_000_000.0
+DAY = 24 * 3600.0
+
+
+class Clock:
+    """A settable clock that moves `step` per call; `fail` makes that many next calls raise."""
+
+    def __init__(self, t: float = T0, step: float = 0.0) -> None:
+        self.t, self.step, self.fail = t, step, 0
+
+    def __call__(self) -> float:
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("clock failure injected by the test")
+        self.t += self.step
+        return self.t - self.step
+
+
+class RendezvousClock(Clock):
+    """The first two calls wait for each other, so two concurrent requests overlap in time.
+
+    A solution that reads the clock while holding its own lock makes the first caller wait out
+    the bound alone; the outcome is the same, only slower.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._calls, self._lock = 0, threading.Lock()
+        self._barrier = threading.Barrier(2, timeout=2.0)
+
+    def __call__(self) -> float:
+        with self._lock:
+            self._calls += 1
+            first = self._calls <= 2
+        if first:
+            with suppress(threading.BrokenBarrierError):
+                self._barrier.wait()
+        return self.t
+
+
+class Api:
+    """A synchronous face on httpx.AsyncClient + ASGITransport, run through an anyio portal."""
+
+    def __init__(self, app: Any, portal: BlockingPortal) -> None:
+        self.portal = portal
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        self.client = httpx.AsyncClient(transport=transport, base_url="http://jobs.test")
+        self._keys = 0
+
+    def call(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        return self.portal.call(partial(self.client.request, method, url, **kw))
+
+    def submit(self, body: Any = None, key: str | None = None) -> httpx.Response:
+        self._keys += 1
+        headers = {"Idempotency-Key": key if key is not None else f"key-{self._keys}"}
+        return self.call("POST", "/jobs", json=JOB if body is None else body, headers=headers)
+
+    def create(self, body: Any = None) -> dict[str, Any]:
+        r = self.submit(body)
+        assert r.status_code == 201, f"POST /jobs answered {r.status_code} {r.text}, expected 201"
+        job: dict[str, Any] = r.json()
+        return job
+
+    def gather(self, calls: list[tuple[str, str, dict[str, Any]]]) -> list[httpx.Response]:
+        async def run() -> list[httpx.Response]:
+            out: list[httpx.Response | None] = [None] * len(calls)
+
+            async def one(i: int, method: str, url: str, kw: dict[str, Any]) -> None:
+                out[i] = await self.client.request(method, url, **kw)
+
+            async with anyio.create_task_group() as tg:
+                for i, (method, url, kw) in enumerate(calls):
+                    tg.start_soon(one, i, method, url, kw)
+            return [r for r in out if r is not None]
+
+        return self.portal.call(run)
+
+    def walk(self, limit: int, state: str | None = None,
+             between: Callable[[], object] | None = None) -> list[dict[str, Any]]:
+        """Page through GET /jobs; `between` runs after each page but the last."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": limit} | ({"state": state} if state else {})
+        for _ in range(300):  # more pages than any test has jobs: a cursor that never ends
+            r = self.call("GET", "/jobs", params=params)
+            assert r.status_code == 200, f"GET /jobs {params} answered {r.status_code} {r.text}"
+            page = r.json()
+            items += page["items"]
+            if page["next_cursor"] is None:
+                return items
+            assert page["items"], f"GET /jobs {params} returned an empty page with a next_cursor"
+            params["cursor"] = page["next_cursor"]
+            if between is not None:
+                between()
+        raise AssertionError("paging did not end")
+
+
+@contextmanager
+def open_api(database: str = ":memory:", clock: Callable[[], float] | None = None,
+             app: Any = None) -> Iterator[Api]:
+    """A client on `app`, or on a new app over `database` with `clock`."""
+    # By default time moves on a little per call, so jobs made in turn are in a strict order
+    # whatever the solution breaks ties with.
+    if app is None:
+        app = job_api.create_app(database, clock=clock or Clock(step=0.001))
+    with start_blocking_portal() as portal:
+        api = Api(app, portal)
+        try:
+            yield api
+        finally:
+            portal.call(api.client.aclose)
+
+
+def expect_problem(r: httpx.Response, *statuses: int) -> dict[str, Any]:
+    """Assert `r` is an RFC 9457 problem with one of `statuses`; return its body."""
+    what = f"{r.request.method} {r.request.url.path} answered {r.status_code} {r.text[:300]}"
+    assert r.status_code in statuses, f"{what}; expected {' or '.join(map(str, statuses))}"
+    ctype = r.headers.get("content-type", "")
+    assert ctype.startswith("application/problem+json"), (
+        f"{what} with content-type {ctype}, expected application/problem+json")
+    body: dict[str, Any] = r.json()
+    missing = {"type", "title", "status", "detail"} - set(body)
+    assert not missing and body["status"] == r.status_code, f"{what}: problem body lacks {missing}"
+    return body
+
+
+def unknown_id(job_id: Any) -> Any:
+    return job_id + 1_000_000 if isinstance(job_id, int) else f"{job_id}x"
+
+
+def epoch(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    from datetime import UTC, datetime
+    stamp = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
+
+
+ALLOWED = {"queued": {"running", "cancelled"}, "running": {"succeeded", "failed", "cancelling"},
+           "cancelling": {"cancelled", "succeeded", "failed"}}
+CANCEL = {"queued": "cancelled", "running": "cancelling"}
+# The five operations, path parameters written `{}`.
+OPERATIONS = [("post", "/jobs"), ("get", "/jobs"), ("get", "/jobs/{}"),
+              ("post", "/jobs/{}/cancel"), ("post", "/jobs/{}/transitions")]
+
+
+def drive(api: Api, job_id: Any, path: list[str]) -> None:
+    for to in path:
+        r = api.call("POST", f"/jobs/{job_id}/transitions", json={"to": to})
+        assert r.status_code == 200, f"transition to {to} answered {r.status_code} {r.text}"

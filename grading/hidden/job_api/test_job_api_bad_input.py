@@ -1,0 +1,183 @@
+"""Hidden checks for job_api: malformed requests get 4xx problems, documented."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from job_api_helpers import (
+    JOB,
+    expect_problem,
+    open_api,
+    unknown_id,
+)
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.points(2)
+@pytest.mark.parametrize("headers", [{}, {"Idempotency-Key": ""}, {"Idempotency-Key": " \t "},
+                                     {"Idempotency-Key": "k" * 256}])
+def test_missing_empty_or_long_idempotency_key_is_400(headers: dict[str, str]) -> None:
+    """Idempotency-Key missing, empty (or only whitespace) or over 255 characters is 400."""
+    with open_api() as api:
+        api.create()
+        expect_problem(api.call("POST", "/jobs", json=JOB, headers=headers), 400)
+        r = api.submit(key="k" * 255)
+        assert r.status_code == 201, f"a 255-character key answered {r.status_code}"
+        assert len(api.call("GET", "/jobs").json()["items"]) == 2
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.parametrize("gpus", ["4", True, 4.0])
+def test_gpus_is_not_coerced_from_a_string_bool_or_float(gpus: Any) -> None:
+    """Types are strict: "4", true or 4.0 for gpus is a 422 problem, not coerced."""
+    with open_api() as api:
+        api.create()
+        expect_problem(api.submit(JOB | {"gpus": gpus}), 422)
+        assert len(api.call("GET", "/jobs").json()["items"]) == 1, f"gpus={gpus!r} made a job"
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.parametrize("change", [
+    {"gpus": 0}, {"gpus": 65}, {"gpus": None}, {"name": ""}, {"name": "n" * 201}, {"name": 5},
+    {"command": []}, {"command": "ls"}, {"command": ["ls", 1]}, {"priority": 1},
+])
+def test_invalid_or_unknown_fields_are_422(change: dict[str, Any]) -> None:
+    """Wrong types, out-of-range values and unknown fields are 422 problems."""
+    with open_api() as api:
+        api.create()
+        expect_problem(api.submit(JOB | change), 422)
+        assert len(api.call("GET", "/jobs").json()["items"]) == 1, f"{change} created a job"
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.parametrize("content", [
+    b"{", b"[]", b"null", b'{"name": "x"}', b"\xff\xfe",
+    b"[" * 5000 + b"]" * 5000,  # nested deeper than the JSON parser recurses
+    b'{"name": "x", "command": ["ls"], "gpus": ' + b"7" * 5000 + b"}",  # over 4,300 digits
+], ids=["open", "array", "null", "partial", "not-utf-8", "deep", "huge-int"])
+def test_malformed_json_is_a_4xx_problem(content: bytes) -> None:
+    """Malformed or incomplete JSON is a 4xx problem, never a 5xx."""
+    with open_api() as api:
+        api.create()
+        headers = {"Idempotency-Key": "k", "Content-Type": "application/json"}
+        expect_problem(api.call("POST", "/jobs", content=content, headers=headers), 400, 422)
+
+
+@pytest.mark.category("bad_input")
+def test_body_over_64_kib_is_413() -> None:
+    """A request body over 64 KiB is 413."""
+    with open_api() as api:
+        api.create()
+        big = JOB | {"command": ["x" * 1000] * 70}
+        expect_problem(api.submit(big), 413)
+        ok = JOB | {"command": ["x" * 1000] * 60}
+        assert api.submit(ok).status_code == 201, "a 61 KB body was refused"
+
+
+def _body_of(size: int) -> bytes:
+    """A valid job as JSON of exactly `size` bytes."""
+    body = json.dumps(JOB | {"command": ["x"]}).encode()
+    return json.dumps(JOB | {"command": ["x" * (1 + size - len(body))]}).encode()
+
+
+@pytest.mark.category("edge_cases")
+def test_body_of_exactly_64_kib_is_accepted() -> None:
+    """A body of exactly 65,536 bytes is accepted; 65,537 bytes is 413."""
+    headers = {"Content-Type": "application/json"}
+    with open_api() as api:
+        exact = api.call("POST", "/jobs", content=_body_of(65536),
+                         headers=headers | {"Idempotency-Key": "exact"})
+        assert exact.status_code == 201, (
+            f"a body of exactly 65,536 bytes answered {exact.status_code} {exact.text[:200]}")
+        over = api.call("POST", "/jobs", content=_body_of(65537),
+                        headers=headers | {"Idempotency-Key": "over"})
+        expect_problem(over, 413)
+
+
+@pytest.mark.category("bad_input")
+def test_body_over_64_kib_without_content_length_is_413() -> None:
+    """A body over 64 KiB sent in chunks, with no Content-Length, is 413 and creates nothing."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        body = _body_of(70_000)
+        for start in range(0, len(body), 8192):
+            yield body[start:start + 8192]
+
+    with open_api() as api:
+        r = api.call("POST", "/jobs", content=chunks(),
+                     headers={"Content-Type": "application/json", "Idempotency-Key": "k"})
+        expect_problem(r, 413)
+        assert api.call("GET", "/jobs").json()["items"] == [], "a 70 KB body created a job"
+
+
+@pytest.mark.category("bad_input")
+def test_get_with_a_big_body_is_413_or_ignored() -> None:
+    """A GET with a body over 64 KiB is 413, or answered as if it had no body (either is fine)."""
+    with open_api() as api:
+        api.create()
+        r = api.call("GET", "/jobs", content=b"x" * 70_000)
+        if r.status_code != 200:
+            expect_problem(r, 413)
+        else:
+            assert len(r.json()["items"]) == 1, f"GET /jobs with a body answered {r.text[:200]}"
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": 101}, {"limit": "ten"},
+                                    {"state": "sleeping"}])
+def test_bad_list_parameters_are_422(params: dict[str, Any]) -> None:
+    """limit outside 1..100 or an unknown state filter is 422."""
+    with open_api() as api:
+        api.create()
+        expect_problem(api.call("GET", "/jobs", params=params), 422)
+
+
+@pytest.mark.category("bad_input")
+def test_unknown_state_name_in_a_transition_is_422() -> None:
+    """A transition to an unknown state name is 422; queued or cancelling as a target is 4xx."""
+    with open_api() as api:
+        job = api.create()
+        url = f"/jobs/{job['id']}/transitions"
+        expect_problem(api.call("POST", url, json={"to": "paused"}), 422)
+        expect_problem(api.call("POST", url, json={"to": "queued"}), 409, 422)
+        expect_problem(api.call("POST", url, json={}), 422)
+
+
+@pytest.mark.category("bad_input")
+def test_unknown_job_is_404() -> None:
+    """GET, cancel and transitions on an unknown id are 404."""
+    with open_api() as api:
+        missing = unknown_id(api.create()["id"])
+        expect_problem(api.call("GET", f"/jobs/{missing}"), 404)
+        expect_problem(api.call("POST", f"/jobs/{missing}/cancel"), 404)
+        moved = api.call("POST", f"/jobs/{missing}/transitions", json={"to": "running"})
+        expect_problem(moved, 404)
+
+
+_PROBLEMS = {("post", "/jobs"): (400, 422), ("get", "/jobs"): (400, 422),
+             ("get", "/jobs/{}"): (404,), ("post", "/jobs/{}/cancel"): (404, 409),
+             ("post", "/jobs/{}/transitions"): (404, 409, 422)}
+
+
+def _operation(doc: dict[str, Any], method: str, path: str) -> tuple[str, dict[str, Any]]:
+    for template, ops in doc["paths"].items():
+        if re.sub(r"\{[^}]*\}", "{}", template) == path and method in ops:
+            return template, ops[method]
+    raise AssertionError(f"the OpenAPI document has no {method.upper()} {path}")
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.parametrize(("method", "path"), list(_PROBLEMS))
+def test_problem_responses_are_documented(method: str, path: str) -> None:
+    """Each operation documents its problem responses as application/problem+json."""
+    with open_api() as api:
+        api.create()
+        _, op = _operation(api.call("GET", "/openapi.json").json(), method, path)
+        for code in _PROBLEMS[(method, path)]:
+            content = op.get("responses", {}).get(str(code), {}).get("content", {})
+            assert "application/problem+json" in content, (
+                f"{method.upper()} {path} does not document {code} as application/problem+json")

@@ -1,0 +1,121 @@
+"""Hidden checks for job_api: the cost of a page as the number of jobs grows."""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+import statistics
+import time
+from typing import Any
+
+import job_api
+import pytest
+from anyio.from_thread import start_blocking_portal
+from job_api_helpers import JOB, Api, Clock, open_api
+
+
+def _page_time(api: Api) -> float:
+    start = time.perf_counter()
+    r = api.call("GET", "/jobs", params={"limit": 1})
+    elapsed = time.perf_counter() - start
+    assert r.status_code == 200, f"GET /jobs answered {r.status_code} {r.text[:200]}"
+    return elapsed
+
+
+@pytest.mark.category("performance")
+@pytest.mark.points(3)
+@pytest.mark.timeout(90)
+def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
+    """A page costs about the same with 8x more jobs (a keyset query, not a scan)."""
+    wide = JOB | {"command": ["--flag"] * 4000}  # rows a scan must decode: the cost is visible
+    with start_blocking_portal() as portal:  # one event loop and one thread pool for both apps
+        few = Api(job_api.create_app(clock=Clock()), portal)
+        many = Api(job_api.create_app(clock=Clock()), portal)
+        for _ in range(12):
+            few.create(wide)
+        for _ in range(96):
+            many.create(wide)
+        # Paired rounds, the order alternating: each ratio compares two requests made moments
+        # apart, so load on the machine hits both alike; the median ignores rounds a burst of
+        # load split. The cyclic GC is paused while timing, as timeit does.
+        ratios: list[float] = []
+        gc.collect()
+        gc.disable()
+        try:
+            for i in range(31):
+                pair = (few, many) if i % 2 else (many, few)
+                first, second = _page_time(pair[0]), _page_time(pair[1])
+                ratios.append(second / first if i % 2 else first / second)
+        finally:
+            gc.enable()
+            portal.call(few.client.aclose)
+            portal.call(many.client.aclose)
+        ratio = statistics.median(ratios)
+    assert ratio < 2.5, (
+        f"a page of 1 took {ratio:.1f}x longer at 96 jobs than at 12 (median of 31 paired"
+        " requests); expected about 1x and at most 2.5x (a scan of every job gives about 5x)")
+
+
+class _SqlSteps:
+    """Counts the SQLite virtual-machine steps of every connection opened while it is installed.
+
+    The statement asks for SQLite through the standard library's `sqlite3`; wrapping
+    `sqlite3.connect` measures the database work a request does, without timing anything.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.steps, connect = 0, sqlite3.connect
+
+        def counting(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            db: sqlite3.Connection = connect(*args, **kwargs)
+            db.set_progress_handler(self._tick, _GRAIN)
+            return db
+
+        monkeypatch.setattr(sqlite3, "connect", counting)
+        if getattr(job_api, "connect", None) is connect:  # `from sqlite3 import connect`
+            monkeypatch.setattr(job_api, "connect", counting)
+
+    def _tick(self) -> int:
+        self.steps += _GRAIN
+        return 0  # carry on
+
+
+_GRAIN = 10  # the progress handler runs every _GRAIN steps
+
+
+def _deep_page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None) -> int:
+    """Steps of one page after a cursor deep among `n` jobs that share one created_at."""
+    sql = _SqlSteps(monkeypatch)
+    with open_api(clock=Clock()) as api:  # a clock that stands still: one bulk submission
+        for _ in range(n):
+            api.create()
+        params: dict[str, Any] = {"state": state} if state else {}
+        for seen in range(0, n - 8, 100):  # pages of at most 100 up to 8 jobs from the end
+            params["limit"] = min(100, n - 8 - seen)
+            r = api.call("GET", "/jobs", params=params)
+            assert r.status_code == 200, f"GET /jobs {params} answered {r.status_code} {r.text}"
+            params["cursor"] = r.json()["next_cursor"]
+            assert params["cursor"], f"GET /jobs {params} over {n} jobs gave no next_cursor"
+        params["limit"] = 4
+        before = sql.steps
+        page = api.call("GET", "/jobs", params=params)
+        steps = sql.steps - before
+        assert page.status_code == 200, f"GET /jobs after a cursor answered {page.status_code}"
+        assert len(page.json()["items"]) == 4, f"the page after {n - 8} of {n} jobs: {page.text}"
+    return steps
+
+
+@pytest.mark.category("performance")
+@pytest.mark.parametrize("state", [None, "queued"])
+@pytest.mark.timeout(60)
+def test_deep_page_among_jobs_sharing_created_at_costs_the_same(
+        monkeypatch: pytest.MonkeyPatch, state: str | None) -> None:
+    """A deep page among jobs that share one created_at costs the same with 8x more of them."""
+    few = _deep_page_steps(monkeypatch, 32, state)
+    many = _deep_page_steps(monkeypatch, 256, state)
+    if few == 0:
+        return  # no SQL went through sqlite3.connect: nothing this check can measure
+    assert many < 2 * few + 200, (
+        f"a deep page took {many} SQLite steps among 256 jobs sharing one created_at, {few} among"
+        " 32: a keyset query must seek to the cursor, not walk every job with its created_at"
+        " (a row value `(created_at, id) < (?, ?)` does)")

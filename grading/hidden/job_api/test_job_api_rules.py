@@ -1,0 +1,245 @@
+"""Hidden checks for job_api: submission, idempotency, cancel and the state machine."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from job_api_helpers import (
+    ALLOWED,
+    CANCEL,
+    DAY,
+    JOB,
+    T0,
+    Clock,
+    drive,
+    epoch,
+    expect_problem,
+    open_api,
+)
+
+
+@pytest.mark.points(2)
+def test_first_post_answers_201_with_location_and_job() -> None:
+    """A first POST answers 201, the queued job, and Location /jobs/{id} that serves it."""
+    with open_api() as api:
+        r = api.submit(key="k1")
+        assert r.status_code == 201, f"POST /jobs answered {r.status_code} {r.text}, expected 201"
+        job = r.json()
+        assert {k: job.get(k) for k in JOB} == JOB and job.get("state") == "queued", job
+        assert r.headers.get("location") == f"/jobs/{job['id']}", r.headers
+        assert "idempotent-replayed" not in r.headers, "a first request is not a replay"
+        got = api.call("GET", r.headers["location"])
+        assert got.status_code == 200 and got.json() == job, f"GET Location gave {got.text}"
+
+
+@pytest.mark.points(3)
+def test_retry_with_same_key_creates_no_second_job() -> None:
+    """A retry with the same key and body creates no second job."""
+    with open_api() as api:
+        first, again = api.submit(key="k1"), api.submit(key="k1")
+        assert first.status_code == 201, f"POST /jobs answered {first.status_code} {first.text}"
+        items = api.call("GET", "/jobs").json()["items"]
+        assert len(items) == 1, f"two POSTs with one key left {len(items)} jobs, expected 1"
+        assert again.json()["id"] == first.json()["id"], "the retry names another job"
+
+
+@pytest.mark.points(3)
+def test_replay_returns_the_original_201_response() -> None:
+    """A replay answers the stored 201: same body even after the job moved on, same Location."""
+    with open_api() as api:
+        first = api.submit(key="k1")
+        job = first.json()
+        api.call("POST", f"/jobs/{job['id']}/cancel")
+        again = api.submit(key="k1")
+        assert again.status_code == 201, f"replay answered {again.status_code}, expected 201"
+        assert again.json() == job, f"replay body {again.text}, expected the original {job}"
+        assert again.headers.get("location") == first.headers.get("location")
+        assert again.headers.get("idempotent-replayed") == "true", again.headers
+
+
+@pytest.mark.points(2)
+def test_same_body_in_another_key_order_or_spacing_replays() -> None:
+    """The body is compared as canonical JSON: key order and whitespace do not matter."""
+    with open_api() as api:
+        job = api.submit(key="k1").json()
+        text = ' {\n  "gpus" : 8 , "command":[ "python","train.py" ],"name" : "train-llama"} '
+        r = api.call("POST", "/jobs", content=text.encode(),
+                     headers={"Idempotency-Key": "k1", "Content-Type": "application/json"})
+        assert r.status_code == 201 and r.json() == job, f"reordered body got {r.status_code}"
+        assert r.headers.get("idempotent-replayed") == "true", r.headers
+
+
+@pytest.mark.points(3)
+def test_same_key_different_body_is_422_with_its_own_type() -> None:
+    """Same key, different body: 422 whose problem type differs from a validation error's."""
+    with open_api() as api:
+        api.submit(key="k1")
+        reused = expect_problem(api.submit(JOB | {"gpus": 16}, key="k1"), 422)
+        invalid = expect_problem(api.submit(JOB | {"gpus": 0}, key="k2"), 422)
+        assert reused["type"] != invalid["type"], f"both 422s have type {reused['type']!r}"
+        assert len(api.call("GET", "/jobs").json()["items"]) == 1
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.points(2)
+def test_validation_failure_leaves_key_reusable() -> None:
+    """A request rejected as invalid stores nothing: a corrected retry with its key succeeds."""
+    with open_api() as api:
+        expect_problem(api.submit(JOB | {"gpus": 65}, key="k1"), 422)
+        r = api.submit(key="k1")
+        assert r.status_code == 201, f"corrected retry answered {r.status_code} {r.text}"
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.points(3)
+def test_server_error_leaves_key_reusable() -> None:
+    """A request that fails inside the server stores nothing: a retry with its key succeeds."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        clock.fail = 1
+        failed = api.submit(key="k1")
+        assert failed.status_code >= 500, f"with a failing clock POST answered {failed.status_code}"
+        for attempt in range(2):
+            r = api.submit(key="k1")
+            assert r.status_code == 201, f"retry {attempt + 1} answered {r.status_code} {r.text}"
+        assert len(api.call("GET", "/jobs").json()["items"]) == 1
+
+
+@pytest.mark.category("edge_cases")
+def test_key_replays_within_24_hours() -> None:
+    """A key used 23 hours ago still replays."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        job = api.create()
+        clock.t += DAY - 3600
+        r = api.submit(key="key-1")
+        assert r.status_code == 201 and r.json()["id"] == job["id"], r.text
+
+
+@pytest.mark.category("edge_cases")
+def test_key_expires_after_24_hours() -> None:
+    """A key older than 24 hours is forgotten: the request is new and creates a job."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        job = api.create()
+        clock.t += DAY + 60
+        r = api.submit(JOB | {"gpus": 2}, key="key-1")
+        assert r.status_code == 201, f"expired key answered {r.status_code} {r.text}"
+        assert r.json()["id"] != job["id"] and "idempotent-replayed" not in r.headers
+
+
+def test_timestamps_come_from_the_injected_clock() -> None:
+    """created_at and updated_at come from the injected clock."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        job = api.create()
+        clock.t += 90
+        moved = api.call("POST", f"/jobs/{job['id']}/transitions", json={"to": "running"}).json()
+        assert epoch(job["created_at"]) == epoch(job["updated_at"]) == T0, job
+        assert epoch(moved["created_at"]) == T0 and epoch(moved["updated_at"]) == T0 + 90
+
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize(("path", "after"), [([], "cancelled"), (["running"], "cancelling")])
+def test_cancel_answers_202_and_moves_the_job(path: list[str], after: str) -> None:
+    """Cancel answers 202 with the job: queued becomes cancelled, running becomes cancelling."""
+    with open_api() as api:
+        job = api.create()
+        drive(api, job["id"], path)
+        r = api.call("POST", f"/jobs/{job['id']}/cancel")
+        assert r.status_code == 202, f"cancel answered {r.status_code} {r.text}, expected 202"
+        assert r.json()["state"] == after, f"cancel gave {r.json()}, expected state {after}"
+        assert api.call("GET", f"/jobs/{job['id']}").json()["state"] == after
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("path", [[], ["running"]])
+def test_second_cancel_is_a_202_no_op(path: list[str]) -> None:
+    """Cancelling a cancelling or cancelled job answers 202 and changes nothing."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        job = api.create()
+        drive(api, job["id"], path)
+        first = api.call("POST", f"/jobs/{job['id']}/cancel").json()
+        clock.t += 5
+        r = api.call("POST", f"/jobs/{job['id']}/cancel")
+        assert r.status_code == 202, f"second cancel answered {r.status_code} {r.text}"
+        assert api.call("GET", f"/jobs/{job['id']}").json() == first == r.json()
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("end", ["succeeded", "failed"])
+def test_cancel_of_a_finished_job_is_409_naming_its_state(end: str) -> None:
+    """Cancelling a succeeded or failed job is 409 naming the state; the job is unchanged."""
+    with open_api() as api:
+        job = api.create()
+        drive(api, job["id"], ["running", end])
+        problem = expect_problem(api.call("POST", f"/jobs/{job['id']}/cancel"), 409)
+        assert end in problem["detail"], f"409 detail {problem['detail']!r} does not name {end}"
+        assert api.call("GET", f"/jobs/{job['id']}").json()["state"] == end
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("end", ["succeeded", "failed", "cancelled"])
+def test_terminal_states_never_change(end: str) -> None:
+    """No transition leaves a terminal state: each attempt is 409 and the job is unchanged."""
+    with open_api() as api:
+        job = api.create()
+        drive(api, job["id"], ["running", end] if end != "cancelled" else [])
+        if end == "cancelled":
+            api.call("POST", f"/jobs/{job['id']}/cancel")
+        before = api.call("GET", f"/jobs/{job['id']}").json()
+        for to in ("running", "succeeded", "failed", "cancelled"):
+            r = api.call("POST", f"/jobs/{job['id']}/transitions", json={"to": to})
+            expect_problem(r, 409)
+        assert api.call("GET", f"/jobs/{job['id']}").json() == before
+
+
+@pytest.mark.points(2)
+def test_transition_outside_the_table_is_409_naming_allowed_targets() -> None:
+    """A transition not in the table is 409 and its detail names the allowed targets."""
+    with open_api() as api:
+        job = api.create()
+        problem = expect_problem(api.call("POST", f"/jobs/{job['id']}/transitions",
+                                          json={"to": "succeeded"}), 409)
+        for allowed in ("running", "cancelled"):
+            assert allowed in problem["detail"], f"detail {problem['detail']!r} lacks {allowed}"
+        assert api.call("GET", f"/jobs/{job['id']}").json()["state"] == "queued"
+        # From running, the detail names succeeded and failed; naming cancelling is optional.
+        drive(api, job["id"], ["running"])
+        problem = expect_problem(api.call("POST", f"/jobs/{job['id']}/transitions",
+                                          json={"to": "running"}), 409)
+        for allowed in ("succeeded", "failed"):
+            assert allowed in problem["detail"], f"detail {problem['detail']!r} lacks {allowed}"
+
+
+@pytest.mark.points(3)
+@pytest.mark.timeout(60)
+def test_jobs_follow_the_state_machine() -> None:
+    """Any sequence of cancels and transitions matches the state-machine model."""
+    with open_api() as api:
+
+        @settings(max_examples=30)
+        @example(["cancelled"])  # the worker drops a queued job: an edge of the table
+        @example(["running", "cancelled"])  # not an edge: running stops through cancelling
+        @example(["running", "cancel", "succeeded", "cancel"])  # finished before the cancel
+        @given(st.lists(st.sampled_from(["cancel", "running", "succeeded", "failed",
+                                         "cancelled"]), max_size=7))
+        def run(ops: list[str]) -> None:
+            job, state = api.create(), "queued"
+            for op in ops:
+                if op == "cancel":
+                    r = api.call("POST", f"/jobs/{job['id']}/cancel")
+                    want = 409 if state in ("succeeded", "failed") else 202
+                    state = CANCEL.get(state, state)
+                else:
+                    r = api.call("POST", f"/jobs/{job['id']}/transitions", json={"to": op})
+                    want = 200 if op in ALLOWED.get(state, ()) else 409
+                    state = op if want == 200 else state
+                assert r.status_code == want, f"{op} answered {r.status_code}, model says {want}"
+            got = api.call("GET", f"/jobs/{job['id']}").json()["state"]
+            assert got == state, f"after {ops} the job is {got}, model says {state}"
+
+        run()

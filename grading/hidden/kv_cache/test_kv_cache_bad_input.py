@@ -1,0 +1,129 @@
+"""Hidden checks for kv_cache: configs and arguments that must be refused, never guessed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kv_cache import KVShape, kv_bytes_per_token, kv_shape, max_concurrency
+from kv_cache_helpers import DEEPSEEK_V3, GEMMA2_27B, LLAMA_31_8B, MISTRAL_7B_V01, REAL
+
+pytestmark = pytest.mark.category("bad_input")
+LLAMA_70B = REAL["Llama-3.1-70B"][1]
+
+
+def _refused(config: dict[str, Any], field: str, what: str) -> None:
+    """kv_shape(config) raises ValueError whose message names `field`."""
+    try:
+        got = kv_shape(config)
+    except ValueError as err:
+        # The failure message must show the call, which pytest.raises cannot.
+        assert field in str(err), (  # noqa: PT017
+            f"kv_shape({what}) raised {err!r}: the message should name the field {field!r}")
+    else:
+        pytest.fail(f"kv_shape({what}) returned {got}, expected ValueError naming {field!r}")
+
+
+def _without(config: dict[str, Any], field: str) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k != field}
+
+
+@pytest.mark.parametrize(("model", "field"), [
+    ("Llama-3.1-8B", "num_hidden_layers"),
+    ("Llama-3.1-8B", "num_attention_heads"),
+    ("Llama-3.1-8B", "hidden_size"),
+    ("DeepSeek-V3", "qk_rope_head_dim"),
+    ("DeepSeek-V3", "num_hidden_layers"),
+])
+def test_a_missing_field_raises_value_error_naming_it(model: str, field: str) -> None:
+    """A config without a field the rules need raises ValueError naming the field."""
+    _refused(_without(REAL[model][0], field), field, f"{model} without {field}")
+
+
+@pytest.mark.parametrize(("model", "field"), [
+    ("Llama-3.1-8B", "num_hidden_layers"),
+    ("Llama-3.1-8B", "num_key_value_heads"),
+    ("Llama-3.1-8B", "num_attention_heads"),
+    ("Gemma-2-27B", "head_dim"),
+    ("DeepSeek-V3", "kv_lora_rank"),
+    ("Mistral-7B-v0.1", "sliding_window"),
+])
+def test_a_zero_or_negative_count_raises_value_error_naming_it(model: str, field: str) -> None:
+    """A count of 0 or less (layers, heads, head_dim, latent rank, window) raises ValueError."""
+    for bad in (0, -8):
+        _refused({**REAL[model][0], field: bad}, field, f"{model} with {field}={bad}")
+
+
+def test_a_count_that_is_not_an_integer_raises_value_error() -> None:
+    """A count given as a string, a float or a bool raises ValueError naming it."""
+    for bad in ("32", 32.0, True):
+        _refused({**LLAMA_31_8B, "num_hidden_layers": bad}, "num_hidden_layers",
+                 f"Llama-3.1-8B with num_hidden_layers={bad!r}")
+
+
+def test_heads_not_dividing_hidden_size_raise_without_head_dim() -> None:
+    """With no head_dim, a hidden_size that the heads do not divide raises ValueError."""
+    config = {**LLAMA_31_8B, "hidden_size": 4100}
+    _refused(config, "hidden_size", "Llama-3.1-8B with hidden_size 4100 (32 heads)")
+    fine = {**config, "head_dim": 128}
+    assert kv_shape(fine).head_dim == 128, "with head_dim given, hidden_size 4100 is fine"
+
+
+def test_kv_heads_not_dividing_query_heads_raise() -> None:
+    """num_key_value_heads that does not divide num_attention_heads raises ValueError."""
+    _refused({**LLAMA_31_8B, "num_key_value_heads": 5}, "num_key_value_heads",
+             "32 query heads, 5 KV heads")
+
+
+@pytest.mark.points(2)
+def test_an_unknown_attention_kind_raises() -> None:
+    """layer_types with a kind other than full or sliding attention, or of the wrong length,
+    raises ValueError naming layer_types."""
+    kinds = ["sliding_attention", "full_attention", "linear_attention", "full_attention"]
+    config = {**MISTRAL_7B_V01, "num_hidden_layers": 4, "layer_types": kinds}
+    _refused(config, "layer_types", f"a config with layer_types {kinds}")
+    short = {**GEMMA2_27B, "layer_types": ["full_attention"] * 45}
+    _refused(short, "layer_types", "46 layers and 45 layer_types")
+
+
+def test_an_unknown_dtype_is_refused_everywhere() -> None:
+    """A dtype other than fp32, bf16, fp16 or fp8 raises ValueError: never a guess."""
+    shape = kv_shape(DEEPSEEK_V3)
+    for dtype in ("bfloat16", "int8", "fp4", "", "float"):
+        with pytest.raises(ValueError):
+            kv_bytes_per_token(shape, dtype=dtype)
+        with pytest.raises(ValueError):
+            max_concurrency(shape, gpu_memory=80 * 2**30, weights=0, tp=1, context=1,
+                            dtype=dtype, reserve=0.0)
+
+
+_OK: dict[str, Any] = {"gpu_memory": 80 * 2**30, "weights": 0, "tp": 2, "context": 4096,
+                       "block_tokens": 16, "dtype": "bf16", "reserve": 0.1}
+
+
+@pytest.mark.parametrize(("name", "bad"), [
+    ("gpu_memory", 0), ("weights", -1), ("tp", 0), ("context", 0), ("block_tokens", 0),
+    ("reserve", 1.0), ("reserve", -0.1),
+])
+def test_an_argument_out_of_range_raises_value_error(name: str, bad: object) -> None:
+    """max_concurrency refuses a count below its bound or a reserve outside [0, 1)."""
+    with pytest.raises(ValueError):
+        max_concurrency(LLAMA_70B, **{**_OK, name: bad})
+
+
+def test_an_argument_of_the_wrong_type_raises() -> None:
+    """A count that is not an int (a float, a str, a bool) raises TypeError (or ValueError)."""
+    for name, bad in [("tp", 2.0), ("context", "4096"), ("block_tokens", True),
+                      ("gpu_memory", 8.0e10)]:
+        with pytest.raises((TypeError, ValueError)):
+            max_concurrency(LLAMA_70B, **{**_OK, name: bad})
+
+
+def test_tp_that_does_not_divide_the_kv_heads_raises() -> None:
+    """tp and kv_heads must divide one another: 8 KV heads cannot be split over 3 or 12 ranks."""
+    for tp in (3, 6, 12):
+        with pytest.raises(ValueError):
+            max_concurrency(LLAMA_70B, **{**_OK, "tp": tp})
+    for tp in (1, 2, 4, 8, 16, 64):
+        max_concurrency(LLAMA_70B, **{**_OK, "tp": tp})  # all fine
+    max_concurrency(KVShape("mla", 61, 1, 576, 1), **{**_OK, "tp": 3})  # one latent: any tp

@@ -1,0 +1,168 @@
+"""Hidden checks for kv_cache: reading config.json, on published models and on the traps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from kv_cache import KVShape, kv_bytes_per_token, kv_shape
+from kv_cache_helpers import (
+    DEEPSEEK_V3,
+    GEMMA2_27B,
+    LLAMA_31_8B,
+    LLAMA_31_70B,
+    MISTRAL_7B_V01,
+    MIXTRAL_8X7B,
+    QWEN25_72B,
+    REAL,
+)
+
+
+def _shape_is(config: dict[str, Any], want: KVShape, what: str) -> None:
+    got = kv_shape(config)
+    assert got == want, f"kv_shape({what}) returned {got}, expected {want}"
+
+
+def _bytes_are(config: dict[str, Any], dtype: str, want: int, what: str) -> None:
+    got = kv_bytes_per_token(kv_shape(config), dtype=dtype)
+    assert got == want, f"kv_bytes_per_token(kv_shape({what}), dtype={dtype!r}) returned {got}, " \
+                        f"expected {want:,}"
+
+
+# ---------------------------------------------------------------- published configs
+
+
+@pytest.mark.parametrize("model", list(REAL))
+def test_published_configs_give_their_shapes(model: str) -> None:
+    """kv_shape reads each published config (Llama-3.1, Mixtral, Qwen2.5, DeepSeek-V3, Mistral,
+    Gemma-2) into the right shape."""
+    config, want, _ = REAL[model]
+    _shape_is(config, want, model)
+
+
+@pytest.mark.parametrize("model", list(REAL))
+def test_published_configs_cost_their_bytes_per_token(model: str) -> None:
+    """kv_bytes_per_token of each published model in bf16 is its known figure."""
+    config, _, want = REAL[model]
+    _bytes_are(config, "bf16", want, model)
+
+
+# ---------------------------------------------------------------- the traps
+
+
+@pytest.mark.points(3)
+def test_gqa_caches_kv_heads_not_query_heads() -> None:
+    """Grouped-query attention caches num_key_value_heads, not num_attention_heads (8x less)."""
+    _bytes_are(LLAMA_31_70B, "bf16", 327_680, "Llama-3.1-70B: 64 query heads, 8 KV heads")
+    _bytes_are(LLAMA_31_8B, "fp8", 65_536, "Llama-3.1-8B: 32 query heads, 8 KV heads")
+    one = {"num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 1,
+           "hidden_size": 1024}
+    _shape_is(one, KVShape("gqa", 4, 1, 64, 2), "4 layers, 16 query heads, 1 KV head")
+
+
+@pytest.mark.points(2)
+def test_head_dim_field_wins_over_hidden_size() -> None:
+    """A head_dim in the config wins over hidden_size / num_attention_heads (Gemma-2: 128, not
+    144)."""
+    _bytes_are(GEMMA2_27B, "bf16", 376_832, "Gemma-2-27B: head_dim 128, 4608 / 32 = 144")
+    gemma_9b = {"model_type": "gemma2", "num_hidden_layers": 42, "num_attention_heads": 16,
+                "num_key_value_heads": 8, "head_dim": 256, "hidden_size": 3584}
+    _shape_is(gemma_9b, KVShape("gqa", 42, 8, 256, 2), "Gemma-2-9B without its window")
+    null = {**LLAMA_31_8B, "head_dim": None}
+    _shape_is(null, KVShape("gqa", 32, 8, 128, 2), "Llama-3.1-8B with head_dim: null")
+
+
+@pytest.mark.points(3)
+def test_latent_attention_caches_one_latent_per_layer() -> None:
+    """Latent attention (DeepSeek-V3) caches kv_lora_rank + qk_rope_head_dim elements per layer:
+    no K/V factor of 2, no heads."""
+    _bytes_are(DEEPSEEK_V3, "bf16", 70_272, "DeepSeek-V3: 61 x (512 + 64) x 2 bytes")
+    _bytes_are(DEEPSEEK_V3, "fp8", 35_136, "DeepSeek-V3 with an fp8 cache")
+    small = {"num_hidden_layers": 3, "num_attention_heads": 16, "num_key_value_heads": 16,
+             "kv_lora_rank": 64, "qk_rope_head_dim": 16, "hidden_size": 1024}
+    _shape_is(small, KVShape("mla", 3, 1, 80, 1), "3 layers, kv_lora_rank 64, rope 16")
+
+
+@pytest.mark.points(2)
+def test_standard_attention_caches_a_key_and_a_value() -> None:
+    """Multi-head and grouped-query attention cache a key and a value per head: a factor of 2."""
+    mha = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+           "hidden_size": 256}
+    _shape_is(mha, KVShape("mha", 2, 4, 64, 2), "2 layers, 4 heads of 64")
+    _bytes_are(mha, "fp32", 2 * 2 * 4 * 64 * 4, "2 layers, 4 heads of 64")
+
+
+def test_missing_kv_heads_means_one_per_query_head() -> None:
+    """With no num_key_value_heads (or null), every query head has its own KV head: "mha"."""
+    for kv in ({}, {"num_key_value_heads": None}):
+        config = {"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096, **kv}
+        _shape_is(config, KVShape("mha", 32, 32, 128, 2), f"Llama-2-7B-like {config}")
+
+
+@pytest.mark.points(3)
+def test_dtype_sizes_are_bytes_not_bits() -> None:
+    """fp32 is 4 bytes per element, bf16 and fp16 are 2, fp8 is 1."""
+    shape = KVShape("gqa", 1, 1, 1, 2)
+    for dtype, want in {"fp32": 8, "bf16": 4, "fp16": 4, "fp8": 2}.items():
+        got = kv_bytes_per_token(shape, dtype=dtype)
+        assert got == want, f"kv_bytes_per_token({shape}, dtype={dtype!r}) returned {got}, " \
+                            f"expected {want} (1 layer x K and V x 1 head x 1 element)"
+
+
+@pytest.mark.points(2)
+def test_sliding_window_layers_are_found() -> None:
+    """A sliding_window makes every layer sliding (Mistral), every other one for gemma2,
+    starting with the first."""
+    _shape_is(MISTRAL_7B_V01, KVShape("gqa", 32, 8, 128, 2, 32, 4096), "Mistral-7B-v0.1")
+    _shape_is(GEMMA2_27B, KVShape("gqa", 46, 16, 128, 2, 23, 4096), "Gemma-2-27B")
+    odd = {**GEMMA2_27B, "num_hidden_layers": 5}
+    _shape_is(odd, KVShape("gqa", 5, 16, 128, 2, 3, 4096), "Gemma-2-27B cut to 5 layers")
+
+
+@pytest.mark.points(2)
+def test_a_null_or_switched_off_window_is_no_window() -> None:
+    """sliding_window null (Mixtral), absent (Llama) or use_sliding_window false (Qwen2.5) means
+    no sliding layers."""
+    _shape_is(MIXTRAL_8X7B, KVShape("gqa", 32, 8, 128, 2), "Mixtral-8x7B: sliding_window null")
+    _shape_is(QWEN25_72B, KVShape("gqa", 80, 8, 128, 2),
+              "Qwen2.5-72B: sliding_window 131072, use_sliding_window false")
+    on = {**QWEN25_72B, "use_sliding_window": True}
+    _shape_is(on, KVShape("gqa", 80, 8, 128, 2, 80, 131072), "Qwen2.5-72B with the window on")
+
+
+@pytest.mark.points(2)
+def test_layer_types_decide_which_layers_slide() -> None:
+    """A layer_types list decides the sliding layers, whatever model_type says."""
+    kinds = ["sliding_attention"] * 5 + ["full_attention"]
+    config = {"model_type": "gemma3_text", "num_hidden_layers": 6, "num_attention_heads": 8,
+              "num_key_value_heads": 4, "head_dim": 256, "hidden_size": 2560,
+              "sliding_window": 1024, "layer_types": kinds}
+    _shape_is(config, KVShape("gqa", 6, 4, 256, 2, 5, 1024), "a 5:1 local/global layer_types")
+    gemma = {**GEMMA2_27B, "num_hidden_layers": 3, "layer_types": ["full_attention"] * 3}
+    _shape_is(gemma, KVShape("gqa", 3, 16, 128, 2), "gemma2 whose layer_types are all full")
+
+
+# ---------------------------------------------------------------- metamorphic
+
+_NAMED = {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
+          "head_dim", "kv_lora_rank", "qk_rope_head_dim", "sliding_window", "use_sliding_window",
+          "layer_types", "model_type"}
+_EXTRA = st.dictionaries(
+    st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12).filter(
+        lambda k: k not in _NAMED),
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.text(max_size=5),
+              st.lists(st.integers(0, 3), max_size=3)),
+    max_size=6)
+
+
+@pytest.mark.points(2)
+@settings(max_examples=40)
+@given(st.sampled_from(list(REAL)), _EXTRA)
+@example("DeepSeek-V3", {"num_experts": 0, "attention_kind": "linear", "n_heads": -1})
+@example("Gemma-2-27B", {"sliding_window_size": 32768, "query_pre_attn_scalar": 0})
+def test_unrelated_keys_leave_published_shapes_alone(model: str, extra: dict[str, Any]) -> None:
+    """Adding keys the rules do not name to a config leaves its shape as it was."""
+    config, want, _ = REAL[model]
+    _shape_is({**extra, **config}, want, f"{model} plus {extra}")

@@ -1,0 +1,104 @@
+"""Hidden checks for mig_packing: bad input raises the documented error and changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mig_packing import Gpu, Instance, plan
+
+pytestmark = pytest.mark.category("bad_input")
+
+
+def test_an_unknown_model_raises_value_error() -> None:
+    """An unknown GPU model raises ValueError naming it, in Gpu and in plan."""
+    with pytest.raises(ValueError, match="A100-120GB"):
+        Gpu("A100-120GB")
+    with pytest.raises(ValueError, match="H200"):
+        plan({}, 1, "H200")
+
+
+@pytest.mark.points(2)
+def test_another_models_profile_is_rejected() -> None:
+    """A profile name of another model (1g.5gb on an A100-80GB) raises ValueError."""
+    gpu = Gpu("A100-80GB")
+    with pytest.raises(ValueError, match=r"1g\.5gb"):
+        gpu.place("1g.5gb")
+    with pytest.raises(ValueError, match=r"3g\.20gb"):
+        plan({"3g.20gb": 1}, 1, "H100-80GB")
+    with pytest.raises(ValueError, match=r"7g\.80gb"):
+        Gpu("A100-40GB").place("7g.80gb")
+    assert gpu.instances() == [], f"a rejected place left {gpu.instances()!r} behind"
+
+
+def test_an_unknown_profile_raises_value_error() -> None:
+    """An unknown profile name raises ValueError naming it."""
+    with pytest.raises(ValueError, match=r"9g\.90gb"):
+        Gpu("H100-80GB").place("9g.90gb")
+    with pytest.raises(ValueError, match=r"9g\.90gb"):
+        plan({"9g.90gb": 1}, 1, "H100-80GB")
+
+
+@pytest.mark.points(2)
+def test_a_start_off_the_table_raises_and_changes_nothing() -> None:
+    """place(profile, start) with a start not in the profile's starts raises ValueError."""
+    gpu = Gpu("A100-80GB")
+    for name, start in [("4g.40gb", 2), ("1g.10gb", 7), ("2g.20gb", 6), ("3g.40gb", 2),
+                        ("1g.10gb", -1), ("7g.80gb", 8)]:
+        with pytest.raises(ValueError, match=str(start)):
+            gpu.place(name, start)
+    assert gpu.instances() == [], f"a rejected start left {gpu.instances()!r} behind"
+
+
+@pytest.mark.points(2)
+def test_a_double_release_raises() -> None:
+    """Releasing an instance twice raises ValueError the second time and changes nothing."""
+    gpu = Gpu("A100-80GB")
+    first = gpu.place("1g.10gb")
+    assert first is not None
+    gpu.release(first)
+    second = gpu.place("1g.10gb")
+    with pytest.raises(ValueError):
+        gpu.release(first) if second != first else gpu.release(Instance("1g.10gb", 0, 1))
+    assert gpu.instances() == [second], (
+        f"a rejected release changed instances() to {gpu.instances()!r}")
+    assert second is not None
+    gpu.release(second)
+    with pytest.raises(ValueError):
+        gpu.release(second)
+
+
+@pytest.mark.points(2)
+def test_a_foreign_instance_is_not_released() -> None:
+    """Releasing an instance this GPU does not hold (another profile on the same slices, or
+    one never placed here) raises ValueError and frees nothing."""
+    gpu = Gpu("A100-80GB")
+    three = gpu.place("3g.40gb", 0)
+    for foreign in [Instance("4g.40gb", 0, 4), Instance("1g.10gb", 0, 1),
+                    Instance("3g.40gb", 4, 8)]:
+        with pytest.raises(ValueError):
+            gpu.release(foreign)
+    assert gpu.instances() == [three], f"instances() after foreign releases: {gpu.instances()!r}"
+    assert "4g.40gb" not in gpu.placeable(), "a foreign release freed the 3g's slices"
+
+
+@pytest.mark.points(2)
+def test_a_negative_count_raises() -> None:
+    """A negative count, or a negative number of GPUs, raises ValueError naming it."""
+    with pytest.raises(ValueError, match="-1"):
+        plan({"1g.10gb": 2, "2g.20gb": -1}, 1, "A100-80GB")
+    with pytest.raises(ValueError, match="-2"):
+        plan({"1g.10gb": 1}, -2, "A100-80GB")
+
+
+@pytest.mark.parametrize("count", [1.0, "2", None, True])
+def test_a_count_that_is_not_an_int_raises_type_error(count: Any) -> None:
+    """A count that is not an int (a float, a str, None, a bool) raises TypeError."""
+    with pytest.raises(TypeError):
+        plan({"1g.10gb": count}, 1, "A100-80GB")
+
+
+def test_gpus_that_is_not_an_int_raises_type_error() -> None:
+    """gpus that is not an int raises TypeError."""
+    with pytest.raises(TypeError):
+        plan({"1g.10gb": 1}, 1.5, "A100-80GB")  # type: ignore[arg-type]

@@ -1,0 +1,38 @@
+"""Hidden check for mig_packing: plan's time grows with the fleet, not exponentially."""
+
+from __future__ import annotations
+
+import pytest
+from mig_packing import plan
+from mig_packing_helpers import check_plan, fleet_requests, growth
+
+# 16x the GPUs and requests (75 -> 1,200 GPUs, about 310 -> 4,970 instances): linear work
+# takes about 16x, a scan per instance about 256x, a search over GPUs far more.
+_SMALL, _GROWTH, _LIMIT = 75, 16, 80.0
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(60)
+@pytest.mark.points(3)
+def test_plan_time_grows_linearly_with_the_fleet() -> None:
+    """plan for 1,200 GPUs and ~5,000 instances takes about 16x the time of 75 GPUs, not more."""
+    model, large = "A100-80GB", _SMALL * _GROWTH
+    few, many = fleet_requests(model, _SMALL), fleet_requests(model, large)
+    got = plan(many, large, model)
+    assert got is not None, f"plan({many}, {large}) returned None; the fleet mix fits exactly"
+    check_plan(got, many, large, model)
+    one_more = {**many, "1g.10gb": many["1g.10gb"] + 1}
+    few_more = {**few, "1g.10gb": few["1g.10gb"] + 1}
+
+    def small() -> None:
+        plan(few, _SMALL, model)
+        plan(few_more, _SMALL, model)
+
+    def big() -> None:
+        plan(many, large, model)
+        plan(one_more, large, model)
+
+    ratio = growth(small, big, _LIMIT)
+    assert ratio < _LIMIT, (
+        f"plan on {large} GPUs took {ratio:.0f}x the time of {_SMALL} GPUs: expected about "
+        f"{_GROWTH}x (work per request and per GPU); that grows faster than the fleet")

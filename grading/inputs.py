@@ -1,0 +1,98 @@
+"""What a command line asks to grade, resolved: the submissions and the checks.
+
+`cli` parses, `run` grades; both take their inputs and the usage error from here, so neither
+imports the other at the top. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import fnmatch
+import glob
+import os
+from pathlib import Path
+
+from grading import catalog
+from grading.results import Check
+
+
+class UsageError(Exception):
+    """Bad usage: reported as one line on stderr, exit status 2."""
+
+
+def submissions(exercise: catalog.Exercise, args: argparse.Namespace) -> list[Path]:
+    """The files to grade for `exercise`, each checked to exist."""
+    if args.reference:
+        return [exercise.solution]
+    if args.mutant:
+        return _mutants(exercise, args.mutant)
+    if not args.submission:
+        return [exercise.stub]
+    found: list[Path] = []
+    for spec in args.submission:
+        path = Path(spec).expanduser()
+        if path.is_dir():
+            found.extend(sorted(p for p in path.glob("*.py") if p.is_file()))
+        elif any(ch in spec for ch in "*?["):
+            found.extend(sorted(Path(p) for p in glob.glob(os.path.expanduser(spec))))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UsageError(f"no such file: {spec}")
+    if not found:
+        raise UsageError(f"no .py files in {', '.join(args.submission)}")
+    return found
+
+
+def _mutants(exercise: catalog.Exercise, bugs: list[str]) -> list[Path]:
+    from grading import mutants
+    try:
+        chosen = (mutants.of(exercise) if "all" in bugs
+                  else [mutants.find(exercise, bug) for bug in bugs])
+        if not chosen:
+            raise UsageError(f"{exercise.name} has no mutants")
+        return [mutants.materialize(m) for m in chosen]
+    except mutants.MutantError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def select(checks: list[Check], wanted: list[str] | None, exercise: catalog.Exercise,
+           *, visible_only: bool = False) -> list[Check]:
+    """The checks `--check` names (and only the visible ones with `--visible`).
+
+    Each name is a check id (`hidden::test_x[p]`), a test function name (`test_x`, every
+    parameter), a glob (`test_refill_*`) or a prefix that names one test function.
+    """
+    pool = [c for c in checks if c.visibility == "visible"] if visible_only else checks
+    if not wanted:
+        return pool
+    chosen: list[Check] = []
+    for name in wanted:
+        hits = _matching(pool, name)
+        if not hits:
+            where = " visible" if visible_only else ""
+            close = difflib.get_close_matches(name, sorted({_function(c) for c in pool}), n=2)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise UsageError(f"{exercise.name} has no{where} check {name!r}{hint}")
+        chosen.extend(c for c in hits if c not in chosen)
+    return chosen
+
+
+def _function(check: Check) -> str:
+    return check.id.split("::", 1)[1].split("[")[0]
+
+
+def _matching(checks: list[Check], name: str) -> list[Check]:
+    exact = [c for c in checks if name in (c.id, c.id.split("::", 1)[1], _function(c))]
+    if exact:
+        return exact
+    if any(ch in name for ch in "*?["):
+        return [c for c in checks if fnmatch.fnmatchcase(_function(c), name)
+                or fnmatch.fnmatchcase(c.id.split("::", 1)[1], name)]
+    functions = sorted({_function(c) for c in checks if _function(c).startswith(name)})
+    if len(functions) > 1:
+        shown = ", ".join(functions[:4]) + (", ..." if len(functions) > 4 else "")
+        raise UsageError(f"--check {name!r} is a prefix of {len(functions)} checks ({shown}); "
+                         "give more of the name, or a glob such as 'test_x*'")
+    return [c for c in checks if functions and _function(c) == functions[0]]

@@ -1,0 +1,64 @@
+"""The data of a grading: a check, its result, a submission's grade. No process, no rendering:
+`sandbox` makes these, `report` renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CATEGORIES = ("correctness", "edge_cases", "bad_input", "concurrency", "performance")
+STATUSES = ("passed", "failed", "error", "timeout", "crashed")
+FEEDBACK = ("full", "names", "score")  # what a report shows of the hidden checks
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check as collected from the trusted stub."""
+
+    id: str
+    name: str
+    visibility: str
+    category: str
+    points: float
+    timeout: float
+    file: str = ""  # the test file, relative to the work directory ("" if not known)
+
+
+@dataclass
+class Result:
+    check: Check
+    status: str = "pending"  # passed | failed | error | timeout | crashed
+    message: str = ""
+    falsifying: str = ""
+    duration: float = 0.0
+
+    @property
+    def earned(self) -> float:
+        return self.check.points if self.status == "passed" else 0.0
+
+
+@dataclass
+class Grade:
+    exercise: str
+    submission: str
+    results: list[Result]
+    duration: float
+    mypy: str = ""  # one line: "clean", "N errors: first error", or "" when not run
+    provenance: dict[str, Any] = field(default_factory=dict)  # what graded it (see provenance.py)
+
+    @property
+    def score(self) -> float:
+        return sum(r.earned for r in self.results)
+
+    @property
+    def max_score(self) -> float:
+        return sum(r.check.points for r in self.results)
+
+    @property
+    def passed(self) -> bool:
+        return all(r.status == "passed" for r in self.results)
+
+
+def num(x: float) -> float | int:
+    """A score as people write it: 3, not 3.0; 2.5 stays."""
+    return int(x) if float(x).is_integer() else round(x, 2)
