@@ -60,8 +60,9 @@ class Mutant:
 
     @property
     def summary(self) -> str:
-        """The header's first line: what the bug is."""
-        return next((line.strip() for line in self.header.splitlines() if line.strip()), self.bug)
+        """The header's first paragraph, on one line: what the bug is."""
+        first = self.header.split("\n\n", 1)[0]
+        return " ".join(first.split()) or self.bug
 
     @property
     def caught_by(self) -> list[str]:

@@ -73,6 +73,7 @@ def as_dict(grade: Grade, feedback: str = "full") -> dict[str, Any]:
     }
     if feedback == "score":
         data["hidden_by_category"] = hidden_by_category(grade)
+    data["diagnosis"] = grade.diagnoses if feedback == "full" else []
     return data
 
 
@@ -99,6 +100,9 @@ def as_gradescope(grade: Grade, feedback: str = "full") -> dict[str, Any]:
             "visibility": "after_published" if hold_back else "visible",
         })
     summary = f"{grade.exercise}: {num(grade.score)}/{num(grade.max_score)}"
+    if feedback == "full":
+        summary += "".join(f"\nThis looks like a known bug: {known['summary']}"
+                           for known in grade.diagnoses)
     if grade.mypy:
         summary += f"\nmypy --strict (unscored): {grade.mypy}"
     return {"score": num(grade.score), "execution_time": round(grade.duration, 3),
@@ -235,6 +239,10 @@ def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool, feedback: st
                 more = len(detail) - limit
                 out.write(f"          ... ({more} more lines; --verbose shows all)\n")
         out.write(f"          rerun: --check {r.check.id.split('::', 1)[1]}\n")
+    if feedback == "full":
+        for known in grade.diagnoses:
+            rule = f" (breaks {known['rule']})" if known.get("rule") else ""
+            out.write(f"  This looks like a known bug: {known['summary']}{rule}\n")
     if feedback == "score":
         for category, earned in hidden_by_category(grade).items():
             out.write(f"  hidden   {earned['points']}/{earned['max_points']}  {category} "

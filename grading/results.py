@@ -45,6 +45,8 @@ class Grade:
     duration: float
     mypy: str = ""  # one line: "clean", "N errors: first error", or "" when not run
     provenance: dict[str, Any] = field(default_factory=dict)  # what graded it (see provenance.py)
+    # Known bugs the failures look like, best first: {"bug", "summary", "rule"} (diagnose.py)
+    diagnoses: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def score(self) -> float:

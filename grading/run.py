@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grading import catalog, provenance, report, sandbox, state
+from grading import catalog, diagnose, provenance, report, sandbox, state
 from grading.inputs import UsageError, select, submissions
 from grading.results import Check, Grade, num
 
@@ -131,8 +131,13 @@ def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[Check],
             exercise, path, checks, limits,
             lambda done, total, name: progress(done, total, f"{exercise.name}: {name}"))
         line = _finish_mypy(mypy) if mypy is not None else ""
-    return Grade(exercise.name, _display(path), results, time.monotonic() - started, line,
-                 provenance.of(exercise))
+    grade = Grade(exercise.name, _display(path), results, time.monotonic() - started, line,
+                  provenance.of(exercise))
+    if not (args.check or args.visible):  # a signature speaks of a whole grading
+        failed = [r.check.id for r in results if r.status != "passed"]
+        grade.diagnoses = [{"bug": d.bug, "summary": d.summary, "rule": d.rule}
+                           for d in diagnose.diagnose(exercise, failed)[:diagnose.SHOWN]]
+    return grade
 
 
 def _display(path: Path) -> str:

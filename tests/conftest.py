@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import cancel_pending, prefetch
+from tests.helpers import SUMMARY, cancel_pending, prefetch
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
@@ -24,3 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     cancel_pending()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in SUMMARY:
+        terminalreporter.write_line(line)

@@ -46,6 +46,9 @@ def checks_of(name: str) -> tuple[Check, ...]:
     return tuple(sandbox.collect(catalog.Exercise(name)))
 
 
+# Lines the session prints at its end (figures a reader of the run wants, such as rates).
+SUMMARY: list[str] = []
+
 _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
 _JOBS: dict[tuple[str, str, tuple[str, ...], int], Future[list[Result]]] = {}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grading import catalog, mutants
+from grading import catalog, diagnose, mutants
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, describe, grade
 
 _SPECS = ROOT.parent / "shared" / "specs"
@@ -73,6 +73,11 @@ def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str
     survived = [r for r in results if r.status == "passed"]
     assert not survived, f"{mutant.name} survives:\n{describe(survived)}"
     assert results, f"no check of {named} was run against {mutant.name}"
+    stored = diagnose.stored(catalog.Exercise(name))
+    if stored is not None and diagnose.is_current(catalog.Exercise(name)):
+        signature = set(stored["mutants"].get(mutant.stem, {}).get("fails", ()))
+        absent = [r.check.id for r in results if r.check.id not in signature]
+        assert not absent, f"the stored signature of {mutant.name} lacks {absent}"
 
 
 # Grading is deterministic: every reference and every mutant is graded three times in all (the

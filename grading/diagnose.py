@@ -1,0 +1,161 @@
+"""Diagnosis by signature: which known bug a submission's failures look like.
+
+Every mutant has a signature: the set of checks it fails when graded in full. The signatures
+of an exercise are stored in `grading/signatures/NAME.json` with a digest of everything that
+decides them (the test files, the reference, the patches, the plugin); the repository's suite
+fails when a stored digest no longer matches, naming the command that recomputes them:
+
+    python -m grading.diagnose refresh [NAME...]
+
+The rule: a mutant matches a submission when every check the mutant fails, the submission fails
+too (its signature is contained in the failures). The first diagnosis is the match that explains
+the most failures (the largest signature; ties by name). A second is shown only when it explains
+failures the first does not (two bugs at once): the match covering the most of those. A
+submission whose failures contain no signature gets no diagnosis: a guess would mislead more
+than silence.
+
+Standard library only (the grader's parent process imports this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grading import catalog, mutants
+
+STORE = Path(__file__).resolve().parent / "signatures"
+SHOWN = 2  # diagnoses a report shows at most
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    bug: str
+    summary: str
+    rule: str  # the statement's rule it breaks, from the patch's `Rule:` line ("" if none)
+    explains: int  # how many of the submission's failures its signature covers
+
+
+def digest(exercise: catalog.Exercise) -> str:
+    """sha256 of every file that decides the signatures of `exercise`."""
+    h = hashlib.sha256()
+    files = [Path(__file__).with_name("plugin.py"), exercise.visible_tests,
+             *exercise.hidden_files, *exercise.data_files, exercise.solution, *exercise.mutants]
+    for path in files:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _path(exercise: catalog.Exercise) -> Path:
+    return STORE / f"{exercise.name}.json"
+
+
+def stored(exercise: catalog.Exercise) -> dict[str, Any] | None:
+    """The stored signatures of `exercise`, or None when absent or unreadable."""
+    try:
+        data = json.loads(_path(exercise).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def is_current(exercise: catalog.Exercise) -> bool:
+    data = stored(exercise)
+    return data is not None and data.get("digest") == digest(exercise)
+
+
+def diagnose(exercise: catalog.Exercise, failed: Iterable[str]) -> list[Diagnosis]:
+    """The known bugs whose signatures the failed check ids contain, best first.
+
+    Empty when the stored signatures are missing or stale (a stale signature could name the
+    wrong bug), or when nothing failed.
+    """
+    failures = set(failed)
+    data = stored(exercise)
+    if not failures or data is None or data.get("digest") != digest(exercise):
+        return []
+    found = []
+    for bug, entry in data.get("mutants", {}).items():
+        signature = set(entry.get("fails", ()))
+        if signature and signature <= failures:
+            found.append(Diagnosis(bug, entry.get("summary", bug), entry.get("rule", ""),
+                                   len(signature)))
+    found.sort(key=lambda d: (-d.explains, d.bug))
+    if not found:
+        return []
+    signatures = {bug: set(entry.get("fails", ())) for bug, entry in data["mutants"].items()}
+    left = failures - signatures[found[0].bug]
+    more = sorted(((len(signatures[d.bug] & left), d) for d in found[1:]
+                   if signatures[d.bug] & left), key=lambda pair: (-pair[0], pair[1].bug))
+    return [found[0], *(d for _, d in more)]
+
+
+def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
+    """Grade every mutant of `exercise` in full and store the signatures."""
+    from grading import sandbox  # not at the top: the parent of a plain grading skips this
+
+    checks = sandbox.collect(exercise)
+    all_mutants = mutants.of(exercise)
+
+    def signature(mutant: mutants.Mutant) -> tuple[mutants.Mutant, list[str]]:
+        path = mutants.materialize(mutant)
+        results = sandbox.grade(exercise, path, checks)
+        return mutant, sorted(r.check.id for r in results if r.status != "passed")
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        graded = list(pool.map(signature, all_mutants))
+    data = {
+        "digest": digest(exercise),
+        "mutants": {
+            m.bug: {"summary": m.summary, "rule": _rule(m), "fails": fails}
+            for m, fails in graded
+        },
+    }
+    STORE.mkdir(exist_ok=True)
+    path = _path(exercise)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _rule(mutant: mutants.Mutant) -> str:
+    return next((line.split(":", 1)[1].strip() for line in mutant.header.splitlines()
+                 if line.startswith("Rule:")), "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m grading.diagnose",
+        description="Recompute the stored mutant signatures (grades every mutant in full).")
+    parser.add_argument("verb", choices=("refresh", "check"),
+                        help="refresh: recompute; check: say which stored ones are stale")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="exercises (default: all)")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants graded at once")
+    args = parser.parse_args(argv)
+    try:
+        chosen = [catalog.find(n) for n in args.names] or catalog.exercises()
+    except catalog.UnknownExercise as exc:
+        print(f"diagnose: {exc}", file=sys.stderr)
+        return 2
+    stale = [e for e in chosen if not is_current(e)]
+    if args.verb == "check":
+        for exercise in stale:
+            print(f"stale: {exercise.name}")
+        return 1 if stale else 0
+    for i, exercise in enumerate(chosen, 1):
+        count = len(exercise.mutants)
+        print(f"diagnose: [{i}/{len(chosen)}] {exercise.name}: grading {count} mutants",
+              file=sys.stderr, flush=True)
+        path = refresh(exercise, max(1, args.jobs))
+        print(f"diagnose: wrote {path.relative_to(catalog.ROOT)}", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""Diagnosis by signature: stored signatures are current, and a mutant graded as a submission
+names itself (or a mutant with the very same signature) as the first diagnosis."""
+
+from __future__ import annotations
+
+import pytest
+
+from grading import catalog, diagnose
+from tests.helpers import EXERCISES, SUMMARY
+
+_TARGET = 0.9  # the share of mutants that must diagnose themselves first
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_stored_signatures_match_the_checks_reference_and_patches(
+        exercise: catalog.Exercise) -> None:
+    data = diagnose.stored(exercise)
+    assert data is not None, (f"no stored signatures for {exercise.name}: run "
+                              f"`uv run python -m grading.diagnose refresh {exercise.name}`")
+    assert diagnose.is_current(exercise), (
+        f"the signatures of {exercise.name} are stale (its checks, reference or patches "
+        f"changed): run `uv run python -m grading.diagnose refresh {exercise.name}`")
+    assert set(data["mutants"]) == {p.stem for p in exercise.mutants}
+
+
+def test_mutants_diagnose_themselves() -> None:
+    named, total, misses = 0, 0, []
+    for exercise in EXERCISES:
+        data = diagnose.stored(exercise)
+        if data is None or not diagnose.is_current(exercise):
+            continue  # the test above fails for it, naming the command
+        signatures = {bug: frozenset(e["fails"]) for bug, e in data["mutants"].items()}
+        for bug, signature in signatures.items():
+            total += 1
+            found = diagnose.diagnose(exercise, signature)
+            if found and found[0].bug == bug:
+                named += 1
+            elif found and signatures[found[0].bug] == signature:
+                named += 1  # a tie: two mutants no check tells apart
+                SUMMARY.append(f"diagnosis tie: {exercise.name}/{bug} = {found[0].bug}")
+            else:
+                misses.append(f"{exercise.name}/{bug} -> "
+                              f"{found[0].bug if found else 'nothing'}")
+    assert total, "no current signatures to test"
+    rate = named / total
+    SUMMARY.append(f"mutant self-diagnosis: {named}/{total} ({rate:.0%}); misses: "
+                   f"{', '.join(misses) or 'none'}")
+    assert rate >= _TARGET, f"only {rate:.0%} of mutants diagnose themselves: {misses}"
+
+
+def test_a_passing_grade_has_no_diagnosis() -> None:
+    exercise = next(e for e in EXERCISES if diagnose.is_current(e))
+    assert diagnose.diagnose(exercise, []) == []
