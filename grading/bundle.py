@@ -131,40 +131,19 @@ def _write(exercises: list[catalog.Exercise], root: Path) -> None:
         raise BundleError(f"cannot write {root}: {exc.strerror}") from None
 
 
-_SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once when it builds the autograder image.
-set -euo pipefail
-cd /autograder/source
-python3 -m pip install --quiet uv || curl -LsSf https://astral.sh/uv/install.sh | sh
-export PATH="$HOME/.local/bin:$PATH"
-uv sync --frozen
-"""
-
-_RUN = """#!/usr/bin/env bash
-# Gradescope runs this for every submission; it must leave /autograder/results/results.json.
-set -uo pipefail
-export PATH="$HOME/.local/bin:$PATH"
-cd /autograder/source
-submission=/autograder/submission/{name}.py
-if [ ! -f "$submission" ]; then
-  submission=$(find /autograder/submission -name '*.py' | head -n 1)
-fi
-mkdir -p /autograder/results
-if [ -z "$submission" ]; then
-  echo '{{"score": 0, "output": "No .py file was submitted; expected {name}.py."}}' \\
-    > /autograder/results/results.json
-  exit 0
-fi
-uv run --frozen grader.py {name} --submission "$submission" --format gradescope \\
-  --feedback {feedback} \\
-  --output /autograder/results/results.json
-exit 0
-"""
+# Gradescope's contract (its autograder specification): the zip is unpacked into
+# /autograder/source; setup.sh runs there once, as root, when the image is built (with network);
+# run_autograder is copied to /autograder/run_autograder and run for each submission, whose files
+# are in /autograder/submission; it must write /autograder/results/results.json. Both scripts
+# (in gradescope/ beside this file) take the root from AUTOGRADER_ROOT, default /autograder, so
+# the contract can be tried anywhere.
+_SCRIPTS = Path(__file__).resolve().parent / "gradescope"
 
 
 def gradescope(exercise: catalog.Exercise, output: Path, *, feedback: str = "full") -> None:
-    """A Gradescope autograder zip: the grader with this exercise's hidden checks, never the
-    reference; `setup.sh` and `run_autograder` at the top as Gradescope expects."""
+    """A Gradescope autograder zip, laid out as Gradescope unpacks it: `setup.sh`,
+    `run_autograder` and the grader with this exercise's hidden checks (never the reference)
+    all at the top of the zip, which becomes /autograder/source."""
     if output.suffix != ".zip":
         raise BundleError(f"a Gradescope autograder is a .zip, got {output}")
     root = catalog.ROOT
@@ -174,13 +153,13 @@ def gradescope(exercise: catalog.Exercise, output: Path, *, feedback: str = "ful
              *sorted(p for p in exercise.folder.iterdir() if p.is_file())]
     try:
         with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, text in (("setup.sh", _SETUP), ("run_autograder",
-                                                      _RUN.format(name=exercise.name,
-                                                                  feedback=feedback))):
-                info = zipfile.ZipInfo(name)
+            for script in ("setup.sh", "run_autograder"):
+                text = (_SCRIPTS / script).read_text(encoding="utf-8")
+                info = zipfile.ZipInfo(script)
                 info.external_attr = 0o755 << 16
-                archive.writestr(info, text)
+                archive.writestr(info, text.replace("@NAME@", exercise.name)
+                                 .replace("@FEEDBACK@", feedback))
             for path in files:
-                archive.write(path, str(Path("source") / path.relative_to(root)))
+                archive.write(path, str(path.relative_to(root)))
     except OSError as exc:
         raise BundleError(f"cannot write {output}: {exc.strerror}") from None

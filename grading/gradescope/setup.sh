@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image (with network).
+# Written by `python grader.py bundle @NAME@ --gradescope`.
+set -euo pipefail
+root="${AUTOGRADER_ROOT:-/autograder}"
+cd "$root/source"
+export PATH="$HOME/.local/bin:$HOME/.cargo/bin:$PATH"
+if ! command -v uv >/dev/null 2>&1; then
+  # pip where it may install (Ubuntu 22.04's Python), else past PEP 668's guard (24.04), else
+  # uv's own standalone installer.
+  python3 -m pip install --quiet uv 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages uv 2>/dev/null \
+    || curl -LsSf https://astral.sh/uv/install.sh | sh
+fi
+# The project needs Python 3.11+; Ubuntu 22.04 ships 3.10, so uv fetches one if need be.
+uv python find '>=3.11' >/dev/null 2>&1 || uv python install 3.12
+uv sync --frozen --no-dev
+# Prove the image grades: collect the checks once (cached for every submission after).
+uv run --no-sync python grader.py @NAME@ --reference --visible --no-mypy >/dev/null 2>&1 || true
+echo "autograder for @NAME@ is ready"
