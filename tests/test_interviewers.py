@@ -4,11 +4,9 @@ one at a time."""
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
