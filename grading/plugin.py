@@ -21,14 +21,20 @@ records that, so a submission that stops tests from running cannot turn them int
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fcntl
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import inspect
 import json
 import os
 import random
 import re
 import sys
 import time
+import types
 from collections.abc import Generator
 from types import TracebackType
 from typing import Any
@@ -56,6 +62,93 @@ if _CONFIG.get("channel"):
     # Out of the way of code that scribbles on low file descriptors.
     _FD = fcntl.fcntl(_raw, fcntl.F_DUPFD_CLOEXEC, 300)
     os.close(_raw)
+
+
+# ---- what the submission cannot forge ------------------------------------------------------
+# The test files' bytes, read before the submission can run: every test module (and the hidden
+# helpers module) is compiled from these, whatever the files on disk say by the time pytest
+# imports them. Only code compiled here may run as a check.
+def _test_sources() -> dict[str, tuple[str, bytes]]:
+    submission = os.path.realpath(_CONFIG.get("submission", "")) if _CONFIG else ""
+    found: dict[str, tuple[str, bytes]] = {}
+    for folder in (".", "hidden"):
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.listdir(folder)):
+                path = os.path.realpath(os.path.join(folder, entry))
+                if entry.endswith(".py") and path != submission and entry != "conftest.py":
+                    with open(path, "rb") as f:
+                        found[entry[:-3]] = (path, f.read())
+    return found
+
+
+_SOURCES = _test_sources() if _CONFIG.get("mode") else {}
+_OURS: set[int] = set()  # ids of the code objects compiled from _SOURCES
+
+
+def _guarded() -> dict[str, object]:
+    """The pytest machinery a check's outcome rests on, as it was before the submission ran."""
+    from _pytest import outcomes, python, raises, reports, runner
+
+    return {"pytest.fail": pytest.fail, "pytest.raises": pytest.raises,
+            "pytest.skip": pytest.skip, "pytest.approx": pytest.approx,
+            "outcomes.fail": outcomes.fail, "raises.raises": raises.raises,
+            "CallInfo.from_call": vars(runner.CallInfo)["from_call"],
+            "TestReport.__init__": vars(reports.TestReport)["__init__"],
+            "TestReport.from_item_and_call": vars(reports.TestReport)["from_item_and_call"],
+            "Function.runtest": vars(python.Function)["runtest"],
+            "pytest_pyfunc_call": python.pytest_pyfunc_call}
+
+
+_PRISTINE = _guarded()
+
+
+def _tampered() -> str:
+    """What of pytest the submission replaced ("" when nothing)."""
+    changed = [name for name, obj in _guarded().items() if obj is not _PRISTINE[name]]
+    return ", ".join(changed)
+
+
+class _VerifiedLoader(importlib.abc.Loader):
+    def __init__(self, path: str, source: bytes, config: pytest.Config) -> None:
+        self._path, self._source, self._config = path, source, config
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        tree = ast.parse(self._source, filename=self._path)
+        if os.path.basename(self._path).startswith("test_"):
+            from _pytest.assertion.rewrite import rewrite_asserts
+
+            rewrite_asserts(tree, self._source, self._path, self._config)
+        code = compile(tree, self._path, "exec", dont_inherit=True)
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            _OURS.add(id(current))
+            stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+        exec(code, module.__dict__)
+
+
+class _VerifiedFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def find_spec(self, name: str, path: object = None,
+                  target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if name not in _SOURCES:
+            return None
+        origin, source = _SOURCES[name]
+        return importlib.util.spec_from_file_location(
+            name, origin, loader=_VerifiedLoader(origin, source, self._config))
+
+
+def _verified(item: pytest.Item) -> str:
+    """Why `item` is not one of the checks read before the submission ran ("" if it is)."""
+    function = getattr(item, "function", None)
+    inner = getattr(getattr(function, "hypothesis", None), "inner_test", None)  # @given's test
+    code = getattr(inspect.unwrap(inner or function), "__code__", None) if function else None
+    if _SOURCES and (code is None or id(code) not in _OURS):
+        return "the test function is not the one the grader read (was it replaced?)"
+    return ""
+
 
 _completed: set[str] = set()
 _generators: list[tuple[str, random.Random]] = []
@@ -105,6 +198,8 @@ def _metadata(item: pytest.Item) -> dict[str, Any]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if _SOURCES:
+        sys.meta_path.insert(0, _VerifiedFinder(config))
     config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
     config.addinivalue_line("markers", f"category(name): one of {', '.join(CATEGORIES)}")
     from hypothesis import HealthCheck, Phase, settings
@@ -180,7 +275,12 @@ def _module_generators() -> list[tuple[str, random.Random]]:
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
     result = yield  # raises if the test raised: then the check is not completed
-    _completed.add(pyfuncitem.nodeid)
+    why = _verified(pyfuncitem) or (f"the submission replaced pytest's {changed}"
+                                    if (changed := _tampered()) else "")
+    if why:
+        _failures.setdefault(pyfuncitem.nodeid, (f"not graded: {why}", ""))
+    else:
+        _completed.add(pyfuncitem.nodeid)
     return result
 
 
@@ -286,7 +386,10 @@ def _outcome(item: pytest.Item) -> tuple[str, str, str]:
         if report.skipped:
             return "failed", f"skipped: {_cut(str(report.longrepr))}", ""
     if item.nodeid not in _completed:
-        return "failed", "the test did not run to completion", ""
+        message = exconly or "the test did not run to completion"
+        return "failed", message, ""
+    if changed := _tampered():
+        return "failed", f"not graded: the submission replaced pytest's {changed}", ""
     _completed.discard(item.nodeid)
     return "passed", "", ""
 

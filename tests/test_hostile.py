@@ -104,6 +104,43 @@ ATTACKS: dict[str, str] = {
                                 "_pytest.python.Function.runtest = lambda self: None\\n')"),
     "patches_pytest": _forge("import _pytest.python\n"
                              "_pytest.python.Function.runtest = lambda self: None"),
+    # Every test file it can find (here, the parents, hidden/), each test's body made `pass`
+    # while its name, docstring and marks stay.
+    "forges_every_test_file": _forge(
+        "import ast, pathlib\n"
+        "here = pathlib.Path.cwd()\n"
+        "for folder in [here, here / 'hidden', *here.parents]:\n"
+        "    for path in [*folder.glob('test_*.py'), *folder.glob('conftest.py')]:\n"
+        "        try:\n"
+        "            tree = ast.parse(path.read_text())\n"
+        "            for node in ast.walk(tree):\n"
+        "                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "
+        "node.name.startswith('test_'):\n"
+        "                    doc = ast.get_docstring(node)\n"
+        "                    node.body = ([ast.Expr(ast.Constant(doc))] if doc else []) + "
+        "[ast.Pass()]\n"
+        "            path.write_text(ast.unparse(tree))\n"
+        "        except (OSError, SyntaxError):\n"
+        "            pass"),
+    # pytest's outcome machinery replaced at import: failures swallowed, reports forced to pass.
+    "patches_pytest_internals": _forge(
+        "import pytest, _pytest.outcomes, _pytest.reports, _pytest.runner\n"
+        "pytest.fail = _pytest.outcomes.fail = lambda *a, **k: None\n"
+        "_from_call = _pytest.runner.CallInfo.from_call.__func__\n"
+        "def _quiet(func):\n"
+        "    def run():\n"
+        "        try:\n"
+        "            return func()\n"
+        "        except Exception:\n"
+        "            return None\n"
+        "    return run\n"
+        "_pytest.runner.CallInfo.from_call = classmethod(\n"
+        "    lambda cls, func, when, reraise=None: _from_call(cls, _quiet(func), when, reraise))\n"
+        "_init = _pytest.reports.TestReport.__init__\n"
+        "def _passing(self, *a, **k):\n"
+        "    _init(self, *a, **k)\n"
+        "    self.outcome, self.longrepr = 'passed', None\n"
+        "_pytest.reports.TestReport.__init__ = _passing"),
     "escapes_into_a_new_session": _inject(_IMPORT, "import subprocess\n"
                                           "subprocess.Popen(['sleep', '600'], "
                                           "start_new_session=True)"),
@@ -137,15 +174,19 @@ def _attack(name: str, source: str, *more: str) -> Verdict:
         for path, text in zip(paths, [source, *more], strict=True):
             path.write_text(text, encoding="utf-8")
         started = time.monotonic()
+        checks = [] if name in _EVERY_CHECK else _CHECKS
         done = run_grader(["token_bucket", "--no-mypy", "--format", "json", "--jobs", "1",
                            *(a for p in paths for a in ("--submission", str(p))),
-                           "--timeout", str(_TIMEOUT), "--wall-limit", str(_WALL), *_CHECKS],
+                           "--timeout", str(_TIMEOUT), "--wall-limit", str(_WALL), *checks],
                           timeout=(_WALL + 60) * len(paths), env={_MARK: name})
         seconds = time.monotonic() - started
     lines = done.json_lines() if done.code in (0, 1) else []
     return Verdict(done, seconds, lines[0] if lines else {}, _processes_marked(name), lines)
 
 
+# Attacks graded on every check: forged test files pay off only once the visible tests, which
+# import the submission first, have run; patched internals, on whichever checks they reach.
+_EVERY_CHECK = {"forges_every_test_file", "patches_pytest_internals"}
 _MARK = "ATTACK_UNDER_TEST"  # in the environment of the grader and of all it starts
 
 
@@ -193,7 +234,7 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
     assert v.seconds < _WALL + 20, f"the run took {v.seconds:.0f} s (wall limit {_WALL:g} s)"
     assert not v.leftovers, f"processes left behind: {v.leftovers}"
     checks = v.grade["checks"]
-    assert len(checks) == 3, checks
+    assert len(checks) == 3 or (name in _EVERY_CHECK and len(checks) > 3), checks
     for check in checks:
         if check["status"] != "passed":
             assert check["message"], f"{check['id']} is {check['status']} with no reason"
@@ -205,7 +246,7 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
 # Attacks at import time that earn nothing at all (the stub, or a module that exits).
 _AT_IMPORT = {"os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
               "deletes_test_files", "overwrites_test_files", "writes_a_conftest", "patches_pytest",
-              "kills_the_fork_server"}
+              "kills_the_fork_server", "forges_every_test_file", "patches_pytest_internals"}
 _LOST = {"failed", "timeout", "crashed"}  # where the exact verdict depends on the machine
 _EXPECTED: dict[str, dict[str, set[str]]] = {
     "hang_at_import": {_FIRST: {"timeout"}, _MIDDLE: {"timeout"}, _LAST: {"timeout"}},
