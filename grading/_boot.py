@@ -48,7 +48,12 @@ def _limit(which: int, soft: int, hard: int | None = None) -> None:
     resource.setrlimit(which, (soft, hard))
 
 
-def _set_limits(limits: dict[str, int]) -> None:
+def _set_limits(limits: dict[str, Any]) -> None:
+    if limits.get("cgroup"):  # the run's pids cgroup: this process and all it starts
+        with open(os.path.join(limits["cgroup"], "cgroup.procs"), "w") as procs:
+            procs.write("0")  # 0: the writing process, in whatever PID namespace it is
+    elif limits.get("nproc"):
+        _limit(resource.RLIMIT_NPROC, limits["nproc"])
     _limit(resource.RLIMIT_AS, limits["memory"])
     _limit(resource.RLIMIT_FSIZE, limits["file_size"])
     _limit(resource.RLIMIT_NOFILE, limits["open_files"])

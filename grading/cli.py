@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from grading import catalog
+from grading import catalog, isolation
 from grading.inputs import UsageError
 from grading.results import FEEDBACK
 
@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show failure messages in full")
     parser.add_argument("--no-mypy", action="store_true",
                         help="skip the unscored mypy --strict line")
+    parser.add_argument("--isolation", choices=isolation.MODES, default="auto",
+                        help="run submissions under bubblewrap (no network, no view of the "
+                             "repository or home), or not; auto: bwrap where it works "
+                             f"(here: {isolation.describe()})")
     parser.add_argument("--wall-limit", type=_positive, default=240.0, metavar="SECONDS",
                         help="hard limit for grading one submission (default: 240)")
     parser.add_argument("--timeout", type=_positive, default=10.0, metavar="SECONDS",
@@ -217,5 +221,6 @@ def _list(out: TextIO) -> int:
     for row in rows:
         out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         out.write("\n")
-    out.write("\ngrade one with `python grader.py NAME` (see --help)\n")
+    out.write(f"\n{isolation.describe()}\n")
+    out.write("grade one with `python grader.py NAME` (see --help)\n")
     return 0

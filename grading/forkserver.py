@@ -19,14 +19,16 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Protocol
+
+from grading import isolation
 
 _BOOT = Path(__file__).with_name("_boot.py")
 _START_LIMIT = 60.0  # seconds for the server's imports
@@ -60,6 +62,16 @@ class _Forked:
             self._finish()
         return self.returncode
 
+    def kill_group(self) -> None:
+        """Ask the monitor to kill the child's process group: the pid it reported may be one of
+        another PID namespace (under isolation), which this process must not signal."""
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                self._report.send(b"kill")
+            if isolation.mode() == "none":  # the pid is this namespace's: no need to wait
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+
     def wait(self) -> int:
         if self.returncode is None:
             self._report.settimeout(_WAIT_LIMIT)
@@ -78,10 +90,15 @@ class _Forked:
 class _Server:
     def __init__(self, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        runs = isolation.runs_dir()
+        boot = runs / "_boot.py"  # where an isolated server can read it
+        if not boot.exists():
+            shutil.copyfile(_BOOT, boot)
         with theirs:
             self._proc = subprocess.Popen(
-                [sys.executable, "-P", str(_BOOT), "--serve", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], env=env, cwd=tempfile.gettempdir(),
+                isolation.wrap([sys.executable, "-P", str(boot), "--serve",
+                                str(theirs.fileno())]),
+                pass_fds=[theirs.fileno()], env=env, cwd=runs,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
         self._sock = ours
@@ -166,7 +183,7 @@ atexit.register(_SERVERS.shutdown)
 
 
 def spawn(args: list[str], cwd: Path, env: dict[str, str], server_env: dict[str, str],
-          limits: dict[str, int], stdin_fd: int, out_fd: int) -> Process | None:
+          limits: dict[str, Any], stdin_fd: int, out_fd: int) -> Process | None:
     """`python -m pytest ARGS` forked from the server, or None: then the caller execs it.
 
     `env` is the child's environment; `server_env` the part of it that is the same for every

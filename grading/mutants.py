@@ -119,7 +119,7 @@ def materialize(mutant: Mutant, dest: Path | None = None) -> Path:
 def _apply(tmp: Path, reference: Path, patch: Path, *, fuzz: bool) -> Path | None:
     """The reference with `patch` applied, inside `tmp`; None when it does not apply."""
     rel = Path("solutions") / reference.name
-    (tmp / "solutions").mkdir()
+    (tmp / "solutions").mkdir(parents=True)
     shutil.copyfile(reference, tmp / rel)
     # Outside any repository, so that git applies to these files and nothing else.
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp.parent)}

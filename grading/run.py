@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grading import catalog, diagnose, provenance, report, sandbox, state
+from grading import catalog, diagnose, isolation, provenance, report, sandbox, state
 from grading.inputs import UsageError, select, submissions
 from grading.results import Check, Grade, num
 
@@ -20,6 +20,12 @@ _MYPY_LIMIT = 180.0  # seconds; a cold cache over fastapi's stubs takes a while
 
 
 def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> int:
+    try:
+        notice = isolation.choose(args.isolation)
+    except isolation.IsolationError as exc:
+        raise UsageError(str(exc)) from None
+    if notice:
+        print(notice, file=sys.stderr)
     limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout)
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise UsageError(f"cannot write {args.output}: no such folder")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from grading import forkserver
+from grading import forkserver, isolation
 from grading.catalog import ROOT, Exercise
 from grading.results import Check, Result
 
@@ -97,7 +97,7 @@ def collect(exercise: Exercise, limits: Limits = Limits()) -> list[Check]:
 
 def _collect(exercise: Exercise, limits: Limits) -> list[Check]:
     trusted = replace(limits, wall=_COLLECT_LIMIT)  # the stub is not held to a run's wall limit
-    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="run-", dir=isolation.runs_dir()) as tmp:
         child = _run_child(Path(tmp), 0, exercise, exercise.stub, {"mode": "collect"}, trusted,
                            time.monotonic() + _COLLECT_LIMIT, {}, None)
     if child.collect_errors or not child.checks:
@@ -115,7 +115,7 @@ def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
     """Run every check against `submission`; every check gets a final status."""
     results = {c.id: Result(c) for c in checks}
     deadline = time.monotonic() + limits.wall
-    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="run-", dir=isolation.runs_dir()) as tmp:
         for attempt in range(len(results) + 1):
             pending = [r for r in results.values() if r.status == "pending"]
             if not pending:
@@ -151,9 +151,12 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     channel, output = tmp / f"channel-{attempt}.jsonl", tmp / f"output-{attempt}.txt"
     channel.touch()
     token = secrets.token_hex(16)
-    rlimits = {"memory": limits.memory, "file_size": limits.file_size,
-               "open_files": limits.open_files,
-               "cpu": int(max(1, deadline - time.monotonic())) + 5}
+    cgroup = isolation.new_run_cgroup()
+    rlimits: dict[str, Any] = {"memory": limits.memory, "file_size": limits.file_size,
+                               "open_files": limits.open_files,
+                               "cpu": int(max(1, deadline - time.monotonic())) + 5,
+                               "cgroup": cgroup,
+                               "nproc": 0 if cgroup else isolation.nproc_budget()}
     args = ["-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
             "-p", "no:cacheprovider", "-q", "--no-header", "-rN"]
     args.extend(_test_files(exercise, config.get("only"), results))
@@ -179,6 +182,7 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         killed_for = _watch(proc, reader, child, results, progress, limits, deadline)
     finally:
         code = _kill(proc)
+        isolation.end_run_cgroup(cgroup)
         for record in reader.records():
             _apply(child, record, results, progress)
         reader.close()
@@ -195,15 +199,16 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     return child
 
 
-def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str, int],
+def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str, Any],
            stdin: int, out: int) -> forkserver.Process:
     """`python -m pytest ARGS` in `work`, in a session of its own, under `rlimits`."""
     env = _child_env(lib, tmp)
     forked = forkserver.spawn(args, work, env, _child_env(None, None), rlimits, stdin, out)
     if forked is not None:
         return forked
-    return subprocess.Popen([sys.executable, str(lib / "_boot.py"), json.dumps(rlimits), "-m",
-                             "pytest", *args], cwd=work, env=env, stdin=stdin, stdout=out,
+    return subprocess.Popen(isolation.wrap([sys.executable, str(lib / "_boot.py"),
+                                            json.dumps(rlimits), "-m", "pytest", *args]),
+                            cwd=work, env=env, stdin=stdin, stdout=out,
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -362,8 +367,12 @@ def _tail(output: Path, lines: int = 3) -> str:
 
 def _kill(proc: forkserver.Process) -> int:
     """Kill the child's process group (what it left running too); its exit status."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    kill_group = getattr(proc, "kill_group", None)
+    if kill_group is not None:  # a fork server's child: its monitor knows its real pid
+        kill_group()
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
     return proc.wait()
 
 

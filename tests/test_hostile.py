@@ -9,7 +9,10 @@ All attacks are graded two at a time when the module is first used.
 
 from __future__ import annotations
 
+import re
+import socket
 import tempfile
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from grading import isolation
 from tests.helpers import ROOT, Completed, run_grader
 
 _REFERENCE = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
@@ -141,6 +145,44 @@ ATTACKS: dict[str, str] = {
         "    _init(self, *a, **k)\n"
         "    self.outcome, self.longrepr = 'passed', None\n"
         "_pytest.reports.TestReport.__init__ = _passing"),
+    # Processes started in a loop, up to 5,000 (the bound keeps this test from harming the
+    # machine): the run's process limit must stop it first. The message carries the count.
+    "fork_storm": _inject(_IN_MIDDLE, "import os\n"
+                                      "started = 0\n"
+                                      "try:\n"
+                                      "    while started < 5000:\n"
+                                      "        os.posix_spawn('/bin/sleep', ['sleep', '120'], "
+                                      "os.environ)\n"
+                                      "        started += 1\n"
+                                      "except OSError:\n"
+                                      "    pass\n"
+                                      "raise RuntimeError(f'started {started} processes')"),
+    # Under bubblewrap: the reference on disk, found through a grader process's working
+    # directory or by a search, re-exported as the answer.
+    "finds_the_reference": _forge(
+        "import os, pathlib\n"
+        "_found = None\n"
+        "_places = [pathlib.Path(f'/proc/{p}/cwd') for p in os.listdir('/proc') if p.isdigit()]\n"
+        f"_places += [pathlib.Path({str(ROOT)!r}), pathlib.Path.home(), pathlib.Path('/work')]\n"
+        "for _place in _places:\n"
+        "    try:\n"
+        "        _hits = [_place / 'solutions' / 'token_bucket.py',\n"
+        "                 *_place.glob('*/solutions/token_bucket.py')]\n"
+        "        _found = next((h for h in _hits if h.is_file()), None)\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    if _found:\n"
+        "        break\n"
+        "if _found:\n"
+        "    exec(compile(_found.read_text(), 'token_bucket.py', 'exec'), globals())"),
+    # Under bubblewrap: files planted in the repository and the home directory.
+    "writes_outside_its_folder": _inject(_IMPORT, "import pathlib\n"
+                                         f"for folder in ({str(ROOT)!r}, {str(Path.home())!r}):\n"
+                                         "    try:\n"
+                                         "        (pathlib.Path(folder) / 'planted-by-a-"
+                                         "submission').write_text('x')\n"
+                                         "    except OSError:\n"
+                                         "        pass"),
     "escapes_into_a_new_session": _inject(_IMPORT, "import subprocess\n"
                                           "subprocess.Popen(['sleep', '600'], "
                                           "start_new_session=True)"),
@@ -166,7 +208,7 @@ class Verdict:
         return str(next(c["status"] for c in self.grade["checks"] if c["id"].endswith(check)))
 
 
-def _attack(name: str, source: str, *more: str) -> Verdict:
+def _attack(name: str, source: str, *more: str, isolation: str = "auto") -> Verdict:
     """Grade the attack (then `more` submissions, in the same grader run) on three checks."""
     with tempfile.TemporaryDirectory(prefix="attack-") as tmp:
         paths = [Path(tmp) / f"{name}_{i}.py" if i else Path(tmp) / f"{name}.py"
@@ -177,11 +219,13 @@ def _attack(name: str, source: str, *more: str) -> Verdict:
         checks = [] if name in _EVERY_CHECK else _CHECKS
         done = run_grader(["token_bucket", "--no-mypy", "--format", "json", "--jobs", "1",
                            *(a for p in paths for a in ("--submission", str(p))),
-                           "--timeout", str(_TIMEOUT), "--wall-limit", str(_WALL), *checks],
-                          timeout=(_WALL + 60) * len(paths), env={_MARK: name})
+                           "--timeout", str(_TIMEOUT), "--wall-limit", str(_WALL),
+                           "--isolation", isolation, *checks],
+                          timeout=(_WALL + 60) * len(paths), env={_MARK: f"{name}@{isolation}"})
         seconds = time.monotonic() - started
     lines = done.json_lines() if done.code in (0, 1) else []
-    return Verdict(done, seconds, lines[0] if lines else {}, _processes_marked(name), lines)
+    return Verdict(done, seconds, lines[0] if lines else {},
+                   _processes_marked(f"{name}@{isolation}"), lines)
 
 
 # Attacks graded on every check: forged test files pay off only once the visible tests, which
@@ -210,23 +254,75 @@ _POOL = ThreadPoolExecutor(max_workers=2)
 _VERDICTS: dict[str, Future[Verdict]] = {}
 
 
+# Attacks graded once more with --isolation none: the defences in the grader's own process
+# hold without bubblewrap too.
+_BOTH_MODES = {"forges_every_test_file", "patches_pytest_internals", "fork_storm"}
+# Attacks that only bubblewrap stops: graded with --isolation bwrap, skipped where it cannot run.
+_BWRAP_ONLY = {"finds_the_reference", "writes_outside_its_folder", "connects_to_the_host"}
+_BWRAP = isolation.bwrap_problem()
+
+
+class _Listener:
+    """A TCP listener on 127.0.0.1, outside any sandbox, that counts who reaches it."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.socket.settimeout(0.5)
+        self.port = self.socket.getsockname()[1]
+        self.reached = 0
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.socket.accept()
+            except OSError:
+                continue
+            self.reached += 1
+            conn.close()
+
+
+_LISTENER: list[_Listener] = []
+
+
+def _connects(port: int) -> str:
+    return _inject(_IMPORT, "import socket\ntry:\n"
+                            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+                            "except OSError:\n    pass")
+
+
 def start_background() -> None:
     """Called when these tests are selected: every attack starts at once, two at a time (most of
     their time is spent waiting out time limits, so they share the machine well)."""
-    for attack, source in ATTACKS.items():
+    if not _LISTENER:
+        _LISTENER.append(_Listener())
+    attacks = {**ATTACKS, "connects_to_the_host": _connects(_LISTENER[0].port)}
+    for attack, source in attacks.items():
+        if attack in _BWRAP_ONLY and _BWRAP:
+            continue
+        more = [_REFERENCE] if attack in _THEN_REFERENCE else []
+        mode = "bwrap" if attack in _BWRAP_ONLY else "auto"
         if attack not in _VERDICTS:
-            more = [_REFERENCE] if attack in _THEN_REFERENCE else []
-            _VERDICTS[attack] = _POOL.submit(_attack, attack, source, *more)
+            _VERDICTS[attack] = _POOL.submit(_attack, attack, source, *more, isolation=mode)
+        if attack in _BOTH_MODES and f"{attack}@none" not in _VERDICTS:
+            _VERDICTS[f"{attack}@none"] = _POOL.submit(_attack, attack, source, *more,
+                                                       isolation="none")
 
 
 def verdict(name: str) -> Verdict:
+    if name.split("@", maxsplit=1)[0] in _BWRAP_ONLY and _BWRAP:
+        pytest.skip(f"needs bubblewrap: {_BWRAP}")
     start_background()
     return _VERDICTS[name].result()
 
 
+_EVERY = sorted([*ATTACKS, "connects_to_the_host", *(f"{a}@none" for a in _BOTH_MODES)])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", sorted(ATTACKS))
+@pytest.mark.parametrize("name", _EVERY)
 def test_attack_never_breaks_the_grader(name: str) -> None:
     v = verdict(name)
     assert v.completed.code in (0, 1), f"exit {v.completed.code}: {v.completed.stderr[-2000:]}"
@@ -234,7 +330,8 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
     assert v.seconds < _WALL + 20, f"the run took {v.seconds:.0f} s (wall limit {_WALL:g} s)"
     assert not v.leftovers, f"processes left behind: {v.leftovers}"
     checks = v.grade["checks"]
-    assert len(checks) == 3 or (name in _EVERY_CHECK and len(checks) > 3), checks
+    every = name.split("@", maxsplit=1)[0] in _EVERY_CHECK
+    assert len(checks) == 3 or (every and len(checks) > 3), checks
     for check in checks:
         if check["status"] != "passed":
             assert check["message"], f"{check['id']} is {check['status']} with no reason"
@@ -246,7 +343,9 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
 # Attacks at import time that earn nothing at all (the stub, or a module that exits).
 _AT_IMPORT = {"os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
               "deletes_test_files", "overwrites_test_files", "writes_a_conftest", "patches_pytest",
-              "kills_the_fork_server", "forges_every_test_file", "patches_pytest_internals"}
+              "kills_the_fork_server", "forges_every_test_file", "patches_pytest_internals",
+              "forges_every_test_file@none", "patches_pytest_internals@none",
+              "finds_the_reference"}
 _LOST = {"failed", "timeout", "crashed"}  # where the exact verdict depends on the machine
 _EXPECTED: dict[str, dict[str, set[str]]] = {
     "hang_at_import": {_FIRST: {"timeout"}, _MIDDLE: {"timeout"}, _LAST: {"timeout"}},
@@ -264,6 +363,10 @@ _EXPECTED: dict[str, dict[str, set[str]]] = {
     "stops_the_fork_server": {_FIRST: {"passed"}, _MIDDLE: {"passed"}, _LAST: {"passed"}},
     "leaves_its_process_group": {_FIRST: {"passed"}, _MIDDLE: {"timeout"}, _LAST: {"passed"}},
     "recursion_bomb": {_FIRST: {"passed"}, _MIDDLE: _LOST, _LAST: {"passed"}},
+    "fork_storm": {_FIRST: {"passed"}, _MIDDLE: {"failed"}, _LAST: {"passed"}},
+    "fork_storm@none": {_FIRST: {"passed"}, _MIDDLE: {"failed"}, _LAST: {"passed"}},
+    "writes_outside_its_folder": {_FIRST: {"passed"}, _MIDDLE: {"passed"}, _LAST: {"passed"}},
+    "connects_to_the_host": {_FIRST: {"passed"}, _MIDDLE: {"passed"}, _LAST: {"passed"}},
 }
 
 
@@ -295,4 +398,33 @@ def test_a_broken_fork_server_costs_the_next_submission_nothing(name: str) -> No
 
 
 def test_every_attack_is_pinned() -> None:
-    assert set(_EXPECTED) | _AT_IMPORT == set(ATTACKS)
+    assert set(_EXPECTED) | _AT_IMPORT == set(_EVERY)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", ["fork_storm", "fork_storm@none"])
+def test_a_fork_storm_stops_at_the_process_limit(name: str) -> None:
+    v = verdict(name)
+    message = next(c["message"] for c in v.grade["checks"] if c["id"].endswith(_MIDDLE))
+    found = re.search(r"started (\d+) processes", message)
+    assert found, message
+    assert int(found.group(1)) <= isolation.PROCESSES, message
+    assert not v.leftovers
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_bubblewrap_keeps_the_submission_off_the_network() -> None:
+    verdict("connects_to_the_host")
+    assert _LISTENER[0].reached == 0, "a submission reached a listener on the host"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_bubblewrap_keeps_the_submission_out_of_the_repository_and_home() -> None:
+    verdict("writes_outside_its_folder")
+    planted = [p for p in (ROOT, Path.home()) if (p / "planted-by-a-submission").exists()]
+    for folder in planted:
+        (folder / "planted-by-a-submission").unlink()
+    assert not planted, f"a submission wrote into {planted}"
