@@ -17,11 +17,13 @@ from bench.core import ROOT, Context, Row
 
 EXAMPLES = """\
 examples:
-  uv run python -m bench                          everything (under 5 minutes), plot in bench/out/
-  uv run python -m bench interval_union billing   two of them
-  uv run python -m bench grader --grade-all       grade every reference, not a sample of one
-  uv run python -m bench --format json --output bench/out/bench.json
+  uv run --group bench python -m bench            everything (under 5 minutes), plot in bench/out/
+  uv run --group bench python -m bench interval_union billing   two of them
+  uv run --group bench python -m bench grader --grade-all       every reference, not one sample
+  uv run --group bench python -m bench xid_log_parser interval_union --plot docs/bench.png
+  uv run python -m bench --format json --output bench/out/bench.json   no plot, no matplotlib
 
+The `bench` group installs matplotlib for the plot; without it the table is printed all the same.
 Every figure is a ratio to a baseline measured in the same run (best of several interleaved
 repetitions), or a growth rate. Exit status: 0 every target met, 1 some missed, 2 bad usage.
 """
@@ -52,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", metavar="FILE", type=Path,
                         help="write the table (or the JSON) to FILE instead of stdout")
     parser.add_argument("--plot", metavar="PNG", type=Path, default=PLOT,
-                        help="where the chart goes (default: bench/out/bench.png)")
+                        help="where the chart goes (default: bench/out/bench.png); drawn when"
+                             " a chosen benchmark plots (xid_log_parser, interval_union) and"
+                             " matplotlib is installed")
     parser.add_argument("--grade-all", action="store_true",
                         help="grader: grade every reference, not one (several minutes more)")
     return parser
@@ -126,6 +130,18 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join([fmt(head), rule, *(fmt(line) for line in body)])
 
 
+def _plot(ctx: Context, path: Path, caption: str = "") -> str | None:
+    """Draw the run's panels to `path`: one line saying where, or how to get matplotlib."""
+    if not ctx.panels:
+        return None
+    from bench import plot
+
+    if not plot.available():
+        return (f"plot: not drawn, matplotlib is not installed; `{plot.INSTALL_HINT}` draws it"
+                " (the `bench` dependency group)")
+    return f"plot: {plot.write_chart(ctx.panels, path, caption=caption)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -146,15 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     took = time.monotonic() - started
     if sys.stderr.isatty():
         sys.stderr.write("\r\x1b[K")
-    plot = None
-    if ctx.panels:
-        from bench.png import write_chart
-        plot = write_chart(ctx.panels, args.plot)
+    plot_line = _plot(ctx, args.plot,
+                      f"python -m bench {' '.join(names)}: best of several interleaved runs, on"
+                      f" {os.cpu_count()} cores at load {load:.1f} when the run began")
     if args.format == "json":
         text = "\n".join(json.dumps({
             "exercise": r.exercise, "measure": r.measure, "value": round(r.value, 4),
             "unit": r.unit, "target": r.target, "limit": r.limit, "met": r.met,
             "note": r.note}) for r in rows)
+        if plot_line:  # stdout holds JSON only
+            print(plot_line, file=sys.stderr)
     else:
         missed = sum(r.met is False for r in rows)
         met = sum(r.met is True for r in rows)
@@ -163,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{met} targets met, {missed} missed, {sum(r.met is None for r in rows)} reported;"
             f" {took:.0f} s on {os.cpu_count()} cores at load {load:.1f} when the run began"
             " (a loaded machine inflates ratios against tight C baselines).",
-            *([f"plot: {plot}"] if plot else [])])
+            *([plot_line] if plot_line else [])])
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(text + "\n")

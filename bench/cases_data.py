@@ -96,7 +96,8 @@ def xid_log_parser(ctx: Context, sizes: tuple[int, ...] = (125_000, 250_000, 500
                 series.seconds.append(took)
     slower = naive_s.seconds[-1] / ref_s.seconds[len(naive_s.seconds) - 1]
     naive_s.label += f": {slower:.0f}x the reference at {naive_s.sizes[-1]:,}"
-    ctx.panels.append(Panel("xid_log_parser: summarize vs lines", (bare_s, ref_s, naive_s)))
+    ctx.panels.append(Panel("xid_log_parser: summarize a kernel log", (bare_s, ref_s, naive_s),
+                            "log lines"))
     n = sizes[-1]
     rows = [Row("xid_log_parser", f"summarize / bare loop, {n:,}-line log", ref_s.seconds[-1]
                 / bare_s.seconds[-1], "x", "<= 3x", 3.0,
@@ -143,7 +144,7 @@ def interval_union(ctx: Context, n: int = 1_000_000,
     ref = solution("interval_union")
     naive = mutant("interval_union", "quadratic_coverage")
     # The plot's sizes are small: the naive version asks each of 100 GPUs about every segment,
-    # and is measured once per size until one run takes over 2 s (it has left the chart by then).
+    # and is measured once per size until one run takes over 2 s (its slope is plain by then).
     base_s, ref_s = Series("sorted() of the 2n endpoints"), Series("reference coverage")
     naive_s = Series("naive, quadratic")
     for size in plot:
@@ -156,7 +157,8 @@ def interval_union(ctx: Context, n: int = 1_000_000,
             series.seconds.append(took)
     slower = naive_s.seconds[-1] / ref_s.seconds[len(naive_s.seconds) - 1]
     naive_s.label = f"naive, quadratic: {slower:,.0f}x the reference at {naive_s.sizes[-1]:,}"
-    ctx.panels.append(Panel("interval_union: coverage vs intervals", (base_s, ref_s, naive_s)))
+    ctx.panels.append(Panel("interval_union: coverage on 100 GPUs", (base_s, ref_s, naive_s),
+                            "busy intervals"))
     at: dict[int, tuple[float, float]] = {}
     for size in (n // 2, n):
         ctx.progress(f"interval_union: coverage over {size:,} intervals on 1,000 GPUs")

@@ -50,7 +50,7 @@ class Row:
 
 @dataclass
 class Series:
-    """One line of the plot: seconds at each input size, relative to `unit` seconds."""
+    """One line of the plot: the best time in seconds at each input size."""
 
     label: str
     sizes: list[int] = field(default_factory=list)
@@ -59,10 +59,15 @@ class Series:
 
 @dataclass(frozen=True)
 class Panel:
-    """One chart of the plot: time (as a multiple of the baseline's first point) vs n."""
+    """One chart of the plot (`bench.plot`): time vs input size, both on log scales.
+
+    `series` holds the floor first, then the reference, then the naive version(s); `size_unit`
+    names what the input size counts (the x axis's unit).
+    """
 
     title: str
     series: tuple[Series, ...]
+    size_unit: str = "items"
 
 
 def best_of(repeat: int, *fns: Callable[[], object]) -> list[float]:

@@ -50,7 +50,7 @@ def coverage(busy: Mapping[str, Iterable[Interval]], at_least: int) -> list[Inte
 
     Raises:
         ValueError: ``at_least < 1``, or a bad interval (the message names it and its GPU).
-        TypeError: an item is not a pair of numbers.
+        TypeError: ``at_least`` is not an int, or an item is not a pair of numbers.
 
     >>> coverage({"a": [(0, 4)], "b": [(2, 6)], "c": [(3, 5), (4, 8)]}, 2)
     [(2, 6)]

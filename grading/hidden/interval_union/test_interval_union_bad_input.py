@@ -1,0 +1,76 @@
+"""Hidden checks for interval_union: bad intervals, bad at_least, items that are not pairs."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import pytest
+from interval_union import all_busy, coverage, merge
+from interval_union_helpers import INF, NAN, ONE, Busy, expect, raises
+
+pytestmark = pytest.mark.category("bad_input")
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("name", sorted(ONE))
+def test_a_bad_interval_raises_value_error_naming_it(name: str) -> None:
+    """start > end, a NaN or an infinite bound raises ValueError naming the interval (and GPU)."""
+    expect(ValueError, name, (17.5, 4.25), "17.5", "4.25")
+    for bad_interval, word in [((NAN, 3.75), "nan"), ((3.75, NAN), "nan"),
+                               ((-INF, 3.75), "inf"), ((3.75, INF), "inf")]:
+        expect(ValueError, name, bad_interval, word, "3.75")
+
+
+@pytest.mark.points(2)
+def test_an_empty_interval_with_bad_bounds_still_raises() -> None:
+    """Validation comes before dropping empty intervals: (inf, inf) and (nan, nan) raise."""
+    for name in ONE:
+        for bad_interval in [(INF, INF), (-INF, -INF), (NAN, NAN)]:
+            expect(ValueError, name, bad_interval)
+
+
+def test_at_least_below_one_raises_value_error() -> None:
+    """coverage with at_least < 1 raises ValueError, with GPUs or without."""
+    cases: list[tuple[Busy, int]] = [({"a": [(0, 1)]}, 0), ({"a": [(0, 1)]}, -2), ({}, 0),
+                                     ({}, -1), ({"a": []}, 0)]
+    for busy, at_least in cases:
+        raises(ValueError, partial(coverage, busy, at_least), f"coverage({busy}, {at_least})")
+
+
+def test_at_least_that_is_not_an_int_raises_type_error() -> None:
+    """coverage with an at_least that is not an int (2.0, 2.5, "2", None) raises TypeError."""
+    busy: Busy = {"a": [(0, 4)], "b": [(2, 6)], "c": [(3, 9)]}
+    odd: list[Any] = [2.0, 2.5, "2", None]
+    for at_least in odd:
+        raises(TypeError, partial(coverage, busy, at_least), f"coverage({busy}, {at_least!r})")
+    # A bool is an int in Python: the statement leaves it open (TypeError, or True as 1).
+    try:
+        got = coverage(busy, True)
+    except TypeError:
+        return
+    assert got == [(0, 9)], f"coverage({busy}, True) returned {got}: expected TypeError or [(0, 9)]"
+
+
+def test_bad_input_raises_even_when_the_answer_is_empty() -> None:
+    """Bad input raises even where the answer would be [] (at_least above the GPU count)."""
+    raises(ValueError, lambda: coverage({"a": [(0, 1)], "b": [(3, 2)]}, 3),
+           "coverage({'a': [(0, 1)], 'b': [(3, 2)]}, 3)")
+    raises(ValueError, lambda: all_busy({"idle": [], "b": [(0, 1), (1, INF)]}),
+           "all_busy({'idle': [], 'b': [(0, 1), (1, inf)]})")
+    raises(ValueError, lambda: all_busy({"b": [(NAN, NAN)], "idle": []}),
+           "all_busy({'b': [(nan, nan)], 'idle': []})")
+    not_numbers: list[Any] = [(0, "1")]
+    raises(TypeError, lambda: coverage({"a": not_numbers}, 2), "coverage({'a': [(0, '1')]}, 2)")
+    # Several errors at once: any one of them may be reported.
+    no_end: list[Any] = [(0, None)]
+    raises((TypeError, ValueError), lambda: coverage({"a": no_end}, 0),
+           "coverage({'a': [(0, None)]}, 0)")
+    raises(ValueError, lambda: merge([(2, 1), (0, NAN)]), "merge([(2, 1), (0, nan)])")
+
+
+def test_an_item_that_is_not_a_pair_of_numbers_raises() -> None:
+    """An item that is not a (start, end) pair of numbers raises TypeError (or ValueError)."""
+    for name in ONE:
+        for item in [(1, 2, 3), 5, None, ("0", "1"), (None, 2)]:
+            expect((TypeError, ValueError), name, item, alone=True)

@@ -1,0 +1,120 @@
+"""Hidden checks for interval_union: empty inputs, idle GPUs, generators, inputs left alone."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from interval_union import Interval, all_busy, busy_time, coverage, merge
+from interval_union_helpers import CALLS, Busy, Once, check_coverage, well_formed
+
+pytestmark = pytest.mark.category("edge_cases")
+
+
+def test_empty_inputs_give_empty_results() -> None:
+    """No intervals give [] and a busy time of 0; no GPUs give [], all_busy({}) included."""
+    assert merge([]) == [], f"merge([]) returned {merge([])}"
+    assert busy_time([]) == 0, f"busy_time([]) returned {busy_time([])}"
+    check_coverage([({}, 1, []), ({"a": []}, 1, [])])
+    assert all_busy({}) == [], f"all_busy({{}}) returned {all_busy({})}, expected []"
+
+
+@pytest.mark.points(2)
+def test_empty_intervals_are_ignored() -> None:
+    """Empty intervals (start == end) are ignored: they add no time and no span."""
+    assert merge([(5, 5)]) == [], f"merge([(5, 5)]) returned {merge([(5, 5)])}, expected []"
+    got = merge([(0, 1), (3, 3), (6, 7)])
+    assert got == [(0, 1), (6, 7)], f"merge([(0, 1), (3, 3), (6, 7)]) returned {got}"
+    assert busy_time([(2.5, 2.5)]) == 0, "busy_time([(2.5, 2.5)]) should be 0"
+    check_coverage([({"a": [(3, 3)], "b": [(3, 3), (0, 1)]}, 2, [])])
+
+
+@pytest.mark.points(2)
+def test_a_gpu_listed_with_no_intervals_still_counts() -> None:
+    """A GPU listed with no (or only empty) intervals counts, so all_busy is []."""
+    idle: list[list[Interval]] = [[], [(2, 2)]]
+    for nothing in idle:
+        busy: Busy = {"a": [(0, 5)], "b": nothing}
+        assert all_busy(busy) == [], f"all_busy({busy}) returned {all_busy(busy)}, expected []"
+        check_coverage([(busy, 2, []), (busy, 1, [(0, 5)])])
+
+
+def test_at_least_above_the_gpu_count_gives_nothing() -> None:
+    """coverage with at_least greater than the number of GPUs is []."""
+    busy: Busy = {"a": [(0, 5)], "b": [(0, 5)]}
+    check_coverage([(busy, 2, [(0, 5)]), (busy, 3, [])])
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_generators_are_accepted(name: str) -> None:
+    """Inputs may be generators, and give the same answer as lists."""
+    got, want = CALLS[name](lambda ivs: (iv for iv in ivs)), CALLS[name](list)
+    assert got == want, f"{name} on generators returned {got}; on lists it returned {want}"
+
+
+@pytest.mark.points(2)
+def test_inputs_are_read_once() -> None:
+    """Every input iterable is iterated at most once."""
+    for name, call in CALLS.items():
+        got, want = call(Once), call(list)
+        assert got == want, f"{name} on one-shot iterables returned {got}, expected {want}"
+
+
+def test_inputs_are_not_modified() -> None:
+    """The caller's lists and mapping are left as they were."""
+    intervals: list[Interval] = [(4, 6), (0, 2), (1, 3), (2, 2)]
+    busy: Busy = {"b": [(4, 6), (0, 2), (0, 2)], "a": [(1, 5)]}
+    before, busy_before = list(intervals), copy.deepcopy(busy)
+    merge(intervals)
+    busy_time(intervals)
+    coverage(busy, 2)
+    all_busy(busy)
+    assert intervals == before, f"the input list became {intervals}, was {before}"
+    assert busy == busy_before, f"the input mapping became {busy}, was {busy_before}"
+
+
+def _refused_or_by_value(call: Callable[[], object], want: object, shown: str) -> None:
+    """Either reading the statement leaves open: a TypeError, or the answer by value."""
+    try:
+        got = call()
+    except TypeError:
+        return
+    if isinstance(want, list):
+        well_formed(got, shown)
+    assert got == want, f"{shown} returned {got!r}: expected TypeError, or {want!r} by value"
+
+
+def test_other_number_types_and_pairs_are_refused_or_used_by_value() -> None:
+    """bool, Fraction or Decimal bounds and list pairs: a TypeError, or the answer by value.
+
+    busy_time returns an int or a float.
+    """
+    half, third = Fraction(1, 2), Fraction(1, 3)
+    fractions: list[Any] = [(third, half), (half, 1)]
+    decimals: list[Any] = [(Decimal("0.5"), Decimal("1.5")), (1, 2)]
+    lists: list[Any] = [[0, 1], [1, 2]]
+    one_list: list[Any] = [[0, 3]]
+    cases: list[tuple[Callable[[], object], object, str]] = [
+        (lambda: merge([(True, 2)]), [(1, 2)], "merge([(True, 2)])"),
+        (lambda: coverage({"a": [(False, True)]}, 1), [(0, 1)],
+         "coverage({'a': [(False, True)]}, 1)"),
+        (lambda: merge(fractions), [(third, 1)],
+         "merge([(Fraction(1, 3), Fraction(1, 2)), (Fraction(1, 2), 1)])"),
+        (lambda: merge(decimals), [(0.5, 2)],
+         "merge([(Decimal('0.5'), Decimal('1.5')), (1, 2)])"),
+        (lambda: merge(lists), [(0, 2)], "merge([[0, 1], [1, 2]])"),
+        (lambda: all_busy({"a": one_list, "b": [(1, 4)]}), [(1, 3)],
+         "all_busy({'a': [[0, 3]], 'b': [(1, 4)]})"),
+    ]
+    for call, want, shown in cases:
+        _refused_or_by_value(call, want, shown)
+    for intervals in ([(0, 2), (1, 3)], [(0.5, 2.0)]):
+        got = busy_time(intervals)
+        assert isinstance(got, int | float) and not isinstance(got, bool), (
+            f"busy_time({intervals}) returned {got!r} of type {type(got).__name__}, "
+            "expected an int or a float"
+        )
