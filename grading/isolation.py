@@ -123,7 +123,7 @@ def _bwrap(writable: Path) -> list[str]:
     group = cgroup_base()
     if group is not None:
         args += ["--bind", str(group), str(group)]
-    return [*args, "--chdir", str(writable), "--setenv", "HOME", "/tmp"]
+    return [*args, "--setenv", "HOME", "/tmp"]  # the working directory is kept
 
 
 # ---- the process bound ----------------------------------------------------------------------

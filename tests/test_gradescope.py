@@ -48,7 +48,7 @@ def _stub(result: dict[str, Any]) -> None:
 
 @_case("correct", {"token_bucket.py": _REFERENCE, "notes.txt": "my notes"})
 def _correct(result: dict[str, Any]) -> None:
-    assert result["score"] == sum(t["max_score"] for t in result["tests"]) == 59, result
+    assert result["tests"] and result["score"] == sum(t["max_score"] for t in result["tests"])
 
 
 @_case("syntax_error", {"token_bucket.py": "def broken(:\n"})
@@ -76,7 +76,7 @@ def _two_wrong_names(result: dict[str, Any]) -> None:
 
 @_case("one_other_name", {"src/solution.py": _REFERENCE})
 def _one_other_name(result: dict[str, Any]) -> None:
-    assert result["score"] == 59, result["output"]
+    assert result["tests"] and result["score"] == sum(t["max_score"] for t in result["tests"])
     assert result["output"].startswith("Graded src/solution.py."), result["output"]
 
 
