@@ -36,7 +36,9 @@ _PRELOAD = ("pytest", "pytest_timeout", "_hypothesis_pytestplugin", "hypothesis"
             "hypothesis.strategies", "hypothesis.stateful", "anyio", "anyio.abc",
             "anyio.from_thread", "anyio.lowlevel", "anyio.pytest_plugin", "trio", "trio.testing",
             "httpx", "fastapi", "pydantic", "starlette.exceptions", "uvicorn", "asyncio",
-            "decimal", "fractions", "gzip", "sqlite3", "statistics", "tracemalloc")
+            "decimal", "fractions", "gzip", "sqlite3", "statistics", "tracemalloc",
+            # job_api's fuzz checks: the OpenAPI layer loads lazily, a second on first use.
+            "schemathesis", "schemathesis.specs.openapi.schemas", "schemathesis.python.asgi")
 _PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
 

@@ -21,7 +21,7 @@ from grading.inputs import UsageError
 from grading.results import FEEDBACK
 
 _REQUIRED = ("pytest", "hypothesis", "anyio", "trio", "fastapi", "httpx", "uvicorn", "mypy",
-             "pytest_timeout")
+             "pytest_timeout", "schemathesis")
 _REEXEC = "GRADER_UNDER_UV"
 
 EPILOG = """\

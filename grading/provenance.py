@@ -17,7 +17,7 @@ from typing import Any
 from grading import catalog
 
 _PACKAGES = ("pytest", "hypothesis", "anyio", "trio", "fastapi", "starlette", "httpx",
-             "uvicorn", "pytest-timeout")
+             "uvicorn", "pytest-timeout", "schemathesis")
 PROFILE = "grading"  # the hypothesis profile every grading child loads (see plugin.py)
 
 

@@ -263,11 +263,19 @@ def _page(db: sqlite3.Connection, secret: bytes, limit: int, cursor: str | None,
     if state is not None:
         where.append("state = ?")
         args.append(state)
-    if cursor is not None:
-        where.append("(created_at, id) < (?, ?)")
-        args.extend(_decode_cursor(secret, cursor))
-    sql = f"SELECT * FROM jobs WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC"
-    rows = db.execute(f"{sql} LIMIT ?", [*args, limit + 1]).fetchall()
+    sql = "SELECT * FROM jobs WHERE {} ORDER BY created_at DESC, id DESC LIMIT ?"
+    if cursor is None:
+        rows = db.execute(sql.format(" AND ".join(where)), [*args, limit + 1]).fetchall()
+    else:
+        # Two bounded index searches: the rest of the cursor's timestamp, then older ones. The
+        # row value `(created_at, id) < (?, ?)` narrows the index on created_at alone (SQLite
+        # 3.40), so a deep page walks every job sharing one timestamp (a bulk submission).
+        created_at, job_id = _decode_cursor(secret, cursor)
+        same = " AND ".join([*where, "created_at = ?", "id < ?"])
+        rows = db.execute(sql.format(same), [*args, created_at, job_id, limit + 1]).fetchall()
+        if len(rows) <= limit:
+            older = " AND ".join([*where, "created_at < ?"])
+            rows += db.execute(sql.format(older), [*args, created_at, limit + 1 - len(rows)])
     items = [_job(r) for r in rows[:limit]]
     # The extra row decides next_cursor: null exactly when nothing follows.
     last = items[-1] if len(rows) > limit else None
@@ -334,7 +342,7 @@ def create_app(database: str = ":memory:", *, clock: Callable[[], float] = time.
     @app.post("/jobs", status_code=201, response_model=_Job, responses=_doc(400, 409, 413, 422))
     def submit(spec: _JobIn, idempotency_key: Annotated[str | None, Header()] = None) -> Response:
         """Submit a job; a retry with the same Idempotency-Key replays the first answer."""
-        key = idempotency_key or ""
+        key = (idempotency_key or "").strip(" \t")  # as an HTTP server strips it: "  " is empty
         if not 1 <= len(key) <= _MAX_KEY:
             detail = f"header Idempotency-Key must be 1..{_MAX_KEY} characters, got {len(key)}"
             raise _ProblemError(400, "idempotency-key", "Bad Idempotency-Key", detail)
@@ -367,7 +375,7 @@ def create_app(database: str = ":memory:", *, clock: Callable[[], float] = time.
             return _cancel(db, job_id, now)
 
     @app.post("/jobs/{job_id}/transitions", response_model=_Job,
-              responses=_doc(404, 409, 413, 422))
+              responses=_doc(400, 404, 409, 413, 422))  # 400: a body that is not UTF-8
     def transition(job_id: _JobId, move: _TransitionIn) -> dict[str, Any]:
         """The worker reports progress; only the state machine's edges are accepted."""
         now = clock()

@@ -19,13 +19,18 @@ DAY = 24 * 3600.0
 
 
 class Clock:
-    """A settable clock that moves `step` per call; `fail` makes that many next calls raise."""
+    """A settable clock that moves `step` per call.
+
+    `fail` makes that many calls raise, once `skip` more calls have succeeded.
+    """
 
     def __init__(self, t: float = T0, step: float = 0.0) -> None:
-        self.t, self.step, self.fail = t, step, 0
+        self.t, self.step, self.fail, self.skip = t, step, 0, 0
 
     def __call__(self) -> float:
-        if self.fail:
+        if self.fail and self.skip:
+            self.skip -= 1
+        elif self.fail:
             self.fail -= 1
             raise RuntimeError("clock failure injected by the test")
         self.t += self.step
@@ -39,10 +44,15 @@ class RendezvousClock(Clock):
     the bound alone; the outcome is the same, only slower.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, armed: bool = True) -> None:
         super().__init__()
-        self._calls, self._lock = 0, threading.Lock()
+        self._calls, self._lock = 0 if armed else 2, threading.Lock()
         self._barrier = threading.Barrier(2, timeout=2.0)
+
+    def arm(self) -> None:
+        """The next two calls wait for each other."""
+        with self._lock:
+            self._calls, self._barrier = 0, threading.Barrier(2, timeout=2.0)
 
     def __call__(self) -> float:
         with self._lock:
@@ -101,6 +111,9 @@ class Api:
             assert r.status_code == 200, f"GET /jobs {params} answered {r.status_code} {r.text}"
             page = r.json()
             items += page["items"]
+            assert page["items"] or "cursor" not in params, (
+                f"a next_cursor led to an empty page (GET /jobs {params}): it must be null when"
+                " no further item exists")
             if page["next_cursor"] is None:
                 return items
             assert page["items"], f"GET /jobs {params} returned an empty page with a next_cursor"

@@ -181,3 +181,13 @@ def test_problem_responses_are_documented(method: str, path: str) -> None:
             content = op.get("responses", {}).get(str(code), {}).get("content", {})
             assert "application/problem+json" in content, (
                 f"{method.upper()} {path} does not document {code} as application/problem+json")
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.parametrize(("method", "url"), [("GET", "/nowhere"), ("DELETE", "/jobs"),
+                                             ("PUT", "/jobs/1/cancel")])
+def test_unknown_routes_and_methods_are_problems(method: str, url: str) -> None:
+    """An unknown path (404) or method (405) is a problem too, like every error."""
+    with open_api() as api:
+        api.create()
+        expect_problem(api.call(method, url), 404, 405)

@@ -13,6 +13,7 @@ import uvicorn
 from job_api_helpers import (
     JOB,
     RendezvousClock,
+    drive,
     open_api,
 )
 
@@ -29,8 +30,9 @@ def test_concurrent_duplicates_create_exactly_one_job() -> None:
         assert all(c in (201, 409) for c in codes), f"concurrent duplicates answered {codes}"
         created = {r.text for r in answers if r.status_code == 201}
         assert len(created) == 1, f"duplicates got {len(created)} different jobs: {created}"
-        for r in answers:
-            assert r.status_code == 201 or r.headers.get("retry-after"), "409 lacks Retry-After"
+        for r in answers:  # Retry-After in delta-seconds: a non-negative integer
+            after = r.headers.get("retry-after", "")
+            assert r.status_code == 201 or after.isdigit(), f"409 with Retry-After {after!r}"
         items = api.call("GET", "/jobs").json()["items"]
         assert len(items) == 1, f"16 concurrent duplicates left {len(items)} jobs, expected 1"
 
@@ -48,6 +50,28 @@ def test_concurrent_distinct_keys_create_distinct_jobs() -> None:
         ids = {r.json()["id"] for r in answers}
         listed = {j["id"] for j in api.walk(100)}
         assert len(ids) == 16 and listed == ids, f"created {ids}, listed {listed}"
+
+
+@pytest.mark.category("concurrency")
+@pytest.mark.points(2)
+@pytest.mark.timeout(60)
+def test_cancel_racing_the_end_of_a_job_never_reopens_it() -> None:
+    """A cancel racing the worker's "succeeded" leaves the job succeeded: cancel is 202 or 409."""
+    clock = RendezvousClock(armed=False)
+    with open_api(clock=clock) as api:
+        for _ in range(8):
+            job = api.create()
+            drive(api, job["id"], ["running"])
+            clock.arm()  # the two requests' clock reads meet: both are inside the server at once
+            cancel, done = api.gather([
+                ("POST", f"/jobs/{job['id']}/cancel", {}),
+                ("POST", f"/jobs/{job['id']}/transitions", {"json": {"to": "succeeded"}})])
+            assert done.status_code == 200, f"running -> succeeded answered {done.status_code}"
+            assert cancel.status_code in (202, 409), f"cancel answered {cancel.status_code}"
+            state = api.call("GET", f"/jobs/{job['id']}").json()["state"]
+            assert state == "succeeded", (
+                f"a cancel ({cancel.status_code}) racing running -> succeeded (200) left the job"
+                f" {state}: cancel must read and write the state in one transaction")
 
 
 @pytest.mark.category("concurrency")

@@ -107,3 +107,24 @@ def test_file_database_survives_restart(tmp_path: Path) -> None:
         page = api.call("GET", "/jobs", params={"limit": 2, "cursor": cursor})
         assert page.status_code == 200, f"old cursor answered {page.status_code} {page.text}"
         assert [j["id"] for j in page.json()["items"]] == [jobs[0]["id"]]
+
+
+@pytest.mark.category("edge_cases")
+def test_a_cursor_under_another_filter_continues_or_is_400() -> None:
+    """A cursor used with another state filter continues from its position, or is 400."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        ids = []
+        for i in range(6):
+            clock.t = T0 + i
+            ids.append(api.create()["id"])
+        for job_id in ids[::2]:
+            drive(api, job_id, ["running"])
+        first = api.call("GET", "/jobs", params={"limit": 2, "state": "running"}).json()
+        r = api.call("GET", "/jobs", params={"cursor": first["next_cursor"], "state": "queued"})
+        if r.status_code != 200:  # the reading where a cursor is tied to its filter
+            expect_problem(r, 400)
+            return
+        # The other reading: the queued jobs older than the cursor's position (job ids[2]).
+        got = [j["id"] for j in r.json()["items"]]
+        assert got == [ids[1]], f"queued after the cursor at job {ids[2]} gave {got}"

@@ -83,14 +83,15 @@ class _SqlSteps:
 _GRAIN = 10  # the progress handler runs every _GRAIN steps
 
 
-def _deep_page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None) -> int:
-    """Steps of one page after a cursor deep among `n` jobs that share one created_at."""
+def _page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None,
+                deep: bool) -> int:
+    """Steps of one page of 4 among `n` jobs that share one created_at: the first, or a deep one."""
     sql = _SqlSteps(monkeypatch)
     with open_api(clock=Clock()) as api:  # a clock that stands still: one bulk submission
         for _ in range(n):
             api.create()
         params: dict[str, Any] = {"state": state} if state else {}
-        for seen in range(0, n - 8, 100):  # pages of at most 100 up to 8 jobs from the end
+        for seen in range(0, n - 8 if deep else 0, 100):  # pages up to 8 jobs from the end
             params["limit"] = min(100, n - 8 - seen)
             r = api.call("GET", "/jobs", params=params)
             assert r.status_code == 200, f"GET /jobs {params} answered {r.status_code} {r.text}"
@@ -100,8 +101,8 @@ def _deep_page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None)
         before = sql.steps
         page = api.call("GET", "/jobs", params=params)
         steps = sql.steps - before
-        assert page.status_code == 200, f"GET /jobs after a cursor answered {page.status_code}"
-        assert len(page.json()["items"]) == 4, f"the page after {n - 8} of {n} jobs: {page.text}"
+        assert page.status_code == 200, f"GET /jobs {params} answered {page.status_code}"
+        assert len(page.json()["items"]) == 4, f"GET /jobs {params} over {n} jobs: {page.text}"
     return steps
 
 
@@ -111,11 +112,25 @@ def _deep_page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None)
 def test_deep_page_among_jobs_sharing_created_at_costs_the_same(
         monkeypatch: pytest.MonkeyPatch, state: str | None) -> None:
     """A deep page among jobs that share one created_at costs the same with 8x more of them."""
-    few = _deep_page_steps(monkeypatch, 32, state)
-    many = _deep_page_steps(monkeypatch, 256, state)
+    few = _page_steps(monkeypatch, 16, state, deep=True)
+    many = _page_steps(monkeypatch, 128, state, deep=True)
     if few == 0:
         return  # no SQL went through sqlite3.connect: nothing this check can measure
     assert many < 2 * few + 200, (
-        f"a deep page took {many} SQLite steps among 256 jobs sharing one created_at, {few} among"
-        " 32: a keyset query must seek to the cursor, not walk every job with its created_at"
+        f"a deep page took {many} SQLite steps among 128 jobs sharing one created_at, {few} among"
+        " 16: a keyset query must seek to the cursor, not walk every job with its created_at"
         " (a row value `(created_at, id) < (?, ?)` does)")
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(60)
+def test_first_page_costs_the_same_sqlite_steps_with_8x_more_jobs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first page costs the same SQLite steps with 8x more jobs (an index, not a sort)."""
+    few = _page_steps(monkeypatch, 16, None, deep=False)
+    many = _page_steps(monkeypatch, 128, None, deep=False)
+    if few == 0:
+        return  # no SQL went through sqlite3.connect: nothing this check can measure
+    assert many < 2 * few + 200, (
+        f"the first page took {many} SQLite steps at 128 jobs, {few} at 16: an index on the"
+        " listing order lets SQLite read one page instead of sorting every job")

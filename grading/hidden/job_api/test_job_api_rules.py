@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -107,6 +109,24 @@ def test_server_error_leaves_key_reusable() -> None:
 
 
 @pytest.mark.category("edge_cases")
+@pytest.mark.points(2)
+def test_a_failure_at_any_clock_read_leaves_the_key_reusable() -> None:
+    """A submission that fails at any point inside the server leaves its key reusable."""
+    for skip in range(4):  # the clock fails at its first, second, ... read of the submission
+        clock = Clock()
+        with open_api(clock=clock) as api:
+            clock.fail, clock.skip = 1, skip
+            first = api.submit(key="k1")
+            clock.fail = 0
+            r = api.submit(key="k1")
+            assert r.status_code == 201, (
+                f"with clock read {skip + 1} failing, POST answered {first.status_code}, and the"
+                f" retry with its key {r.status_code} {r.text[:200]}; expected 201")
+            items = api.call("GET", "/jobs").json()["items"]
+            assert len(items) == 1, f"a failed POST and its retry left {len(items)} jobs"
+
+
+@pytest.mark.category("edge_cases")
 def test_key_replays_within_24_hours() -> None:
     """A key used 23 hours ago still replays."""
     clock = Clock()
@@ -127,6 +147,50 @@ def test_key_expires_after_24_hours() -> None:
         r = api.submit(JOB | {"gpus": 2}, key="key-1")
         assert r.status_code == 201, f"expired key answered {r.status_code} {r.text}"
         assert r.json()["id"] != job["id"] and "idempotent-replayed" not in r.headers
+
+
+@pytest.mark.category("edge_cases")
+def test_a_replay_does_not_extend_the_key() -> None:
+    """A key is kept 24 hours from its first use: replays do not extend it."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        job = api.create()
+        clock.t += DAY - 3600
+        again = api.submit(key="key-1")
+        assert again.status_code == 201 and again.json()["id"] == job["id"], again.text
+        clock.t += 3600 + 60  # 24 hours and a minute after the first use
+        r = api.submit(JOB | {"gpus": 2}, key="key-1")
+        assert r.status_code == 201 and r.json()["id"] != job["id"], (
+            f"a key first used 24 h 1 min ago (replayed at 23 h) answered {r.status_code}"
+            f" {r.text[:200]}; expected a new job")
+
+
+_BODY = st.fixed_dictionaries({
+    "name": st.sampled_from(["a", "a b", "a|b"]),
+    "command": st.lists(st.sampled_from(["a", "b", "a b", "|", ""]), min_size=1, max_size=3),
+    "gpus": st.integers(1, 3),
+})
+
+
+@pytest.mark.points(2)
+@pytest.mark.timeout(60)
+@settings(max_examples=15)
+@example({"name": "a", "command": ["a b"], "gpus": 1},  # joined by a space: equal
+         {"name": "a", "command": ["a", "b"], "gpus": 1})
+@example({"name": "a", "command": ["a|b"], "gpus": 1},  # joined by "|": equal
+         {"name": "a|b", "command": ["b"], "gpus": 1})
+@example({"name": "a", "command": ["a"], "gpus": 1}, {"name": "a", "command": ["a"], "gpus": 1})
+@given(_BODY, _BODY)
+def test_any_other_body_with_the_key_is_422(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """With one key, a body equal as JSON replays; any other body is 422."""
+    with open_api() as api:
+        job = api.submit(first, key="k").json()
+        r = api.submit(second, key="k")
+        if first == second:
+            assert r.status_code == 201 and r.json() == job, f"the same body answered {r.text}"
+        else:
+            assert r.status_code == 422, (
+                f"{first} then {second} with one key answered {r.status_code}, expected 422")
 
 
 def test_timestamps_come_from_the_injected_clock() -> None:
