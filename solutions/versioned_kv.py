@@ -74,8 +74,9 @@ class VersionedKV(Generic[V]):
         """The value of the latest write to `key` at or below `version` (default: latest).
 
         Raises:
-            TypeError: `version` is not an int.
-            ValueError: `version` < 0 or > the latest version (checked before the key).
+            TypeError: `version` is not an int (a bool is not one).
+            ValueError: `version` < 0 or > the latest version (checked before the key and
+                before compaction).
             CompactedError: `version` is below the compaction point, whatever the key.
             KeyError: `key` had not been written by `version`, or its latest write was a delete.
         """
@@ -96,6 +97,8 @@ class VersionedKV(Generic[V]):
 
     def history(self, key: str) -> list[tuple[int, V | None]]:
         """The kept writes to `key` as (version, value), oldest first; None marks a delete.
+
+        A new list: changing it does not change the store.
 
         After `compact(c)` this is the latest write at or below `c` and everything after it;
         `[]` for a key never written or dropped by compaction.
