@@ -59,6 +59,19 @@ def _check_count(name: str, value: object) -> int:
     return value
 
 
+def _count_error(results: object, expected: int) -> BatchError | None:
+    """The BatchError for results that are not `expected` of them (or have no length at all)."""
+    try:
+        received = len(results)  # type: ignore[arg-type]  # process may break its contract
+    except TypeError:
+        return BatchError(f"process returned {type(results).__name__}, not a sequence of "
+                          f"{expected} results")
+    if received == expected:
+        return None
+    return BatchError(f"process returned {received} results for a batch of {expected} items "
+                      f"(expected {expected}, received {received})")
+
+
 class MicroBatcher(Generic[T, R]):
     """Gathers concurrent `submit` calls into batches for one call of `process` each.
 
@@ -69,9 +82,10 @@ class MicroBatcher(Generic[T, R]):
     and waits for every batch in flight.
 
     Raises:
-        TypeError: a count that is not an int (bool included), or a `max_wait` that is not a number.
+        TypeError: a `process` that is not callable, a count that is not an int (bool included),
+            or a `max_wait` that is not a number.
         ValueError: `max_batch_size < 1`, `max_concurrent_batches < 1`, or a `max_wait` that is
-            negative or not finite.
+            negative or not finite (an int past the float range included).
     """
 
     def __init__(
@@ -82,13 +96,20 @@ class MicroBatcher(Generic[T, R]):
         max_wait: float,
         max_concurrent_batches: int = 1,
     ) -> None:
+        if not callable(process):
+            raise TypeError(f"process must be callable, got {type(process).__name__}")
         self._max_batch_size = _check_count("max_batch_size", max_batch_size)
         self._max_concurrent = _check_count("max_concurrent_batches", max_concurrent_batches)
         if isinstance(max_wait, bool) or not isinstance(max_wait, int | float):
             raise TypeError(f"max_wait must be a number, got {type(max_wait).__name__}")
-        if not math.isfinite(max_wait) or max_wait < 0:
+        try:
+            wait = float(max_wait)
+        except OverflowError:  # an int past the float range: as good as infinite
+            raise ValueError("max_wait must be a finite number >= 0, got an int too large "
+                             "for a float") from None
+        if not math.isfinite(wait) or wait < 0:
             raise ValueError(f"max_wait must be a finite number >= 0, got {max_wait}")
-        self._max_wait = float(max_wait)
+        self._max_wait = wait
         self._process = process
         # Invariants:
         # - _pending holds the accepted, undispatched items in acceptance order; every one of
@@ -126,7 +147,8 @@ class MicroBatcher(Generic[T, R]):
 
         Raises:
             RuntimeError: the batcher has not been entered, or has begun to exit.
-            BatchError: `process` returned the wrong number of results for this batch.
+            BatchError: `process` returned the wrong number of results for this batch, or no
+                sequence at all.
             Exception: whatever `process` raised for this batch, or returned for this item.
         """
         if self._state != _OPEN:
@@ -193,11 +215,8 @@ class MicroBatcher(Generic[T, R]):
                 for slot in batch:
                     slot.settle(exc)
                 return
-            if len(results) != len(batch):
-                error = BatchError(
-                    f"process returned {len(results)} results for a batch of {len(batch)} "
-                    f"items (expected {len(batch)}, received {len(results)})"
-                )
+            error = _count_error(results, len(batch))
+            if error is not None:
                 for slot in batch:
                     slot.settle(error)
                 return

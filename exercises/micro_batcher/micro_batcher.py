@@ -52,10 +52,11 @@ class MicroBatcher(Generic[T, R]):
         raised in that item's caller only.
 
         Raises:
-            TypeError: `max_batch_size` or `max_concurrent_batches` is not an int (a bool is
-                not an int here), or `max_wait` is not a number (int or float, not bool).
+            TypeError: `process` is not callable, `max_batch_size` or `max_concurrent_batches`
+                is not an int (a bool is not an int here), or `max_wait` is not a number (int
+                or float, not bool).
             ValueError: `max_batch_size < 1`, `max_concurrent_batches < 1`, or `max_wait` is
-                negative, NaN or infinite.
+                negative, NaN, infinite, or an int too large for a float.
         """
         raise NotImplementedError("MicroBatcher.__init__ is not written yet")
 
@@ -63,7 +64,7 @@ class MicroBatcher(Generic[T, R]):
         """Start accepting items (and the background work that dispatches them); return self.
 
         Raises:
-            RuntimeError: the batcher was already entered once.
+            RuntimeError: the batcher was already entered once (it is open, or was left).
         """
         raise NotImplementedError("MicroBatcher.__aenter__ is not written yet")
 
@@ -83,7 +84,8 @@ class MicroBatcher(Generic[T, R]):
 
         Raises:
             RuntimeError: the batcher has not been entered yet, or has begun to exit.
-            BatchError: `process` returned the wrong number of results for this batch.
+            BatchError: `process` returned the wrong number of results for this batch, or
+                something without a length (such as None).
             Exception: whatever `process` raised for this batch, or returned for this item.
         """
         raise NotImplementedError("MicroBatcher.submit is not written yet")

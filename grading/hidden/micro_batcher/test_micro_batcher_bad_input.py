@@ -1,0 +1,66 @@
+"""Hidden checks for micro_batcher, rule 10: bad arguments raise an error naming them."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from micro_batcher import MicroBatcher
+from micro_batcher_helpers import noop
+
+pytestmark = pytest.mark.category("bad_input")
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [
+    ({"max_batch_size": 0}, ValueError), ({"max_batch_size": -3}, ValueError),
+    ({"max_concurrent_batches": 0}, ValueError), ({"max_wait": -0.5}, ValueError),
+    ({"max_wait": math.nan}, ValueError), ({"max_wait": math.inf}, ValueError),
+    ({"max_batch_size": 2.0}, TypeError), ({"max_batch_size": True}, TypeError),
+    ({"max_concurrent_batches": "2"}, TypeError), ({"max_wait": "0.1"}, TypeError),
+    ({"max_wait": None}, TypeError), ({"max_wait": True}, TypeError),
+    ({"max_wait": 10**400}, ValueError),
+], ids=lambda v: v.__name__ if isinstance(v, type) else "-".join(f"{k}={v[k]!r}" for k in v))
+def test_bad_arguments_are_refused(kwargs: dict[str, object], error: type[Exception]) -> None:
+    """A bad max_batch_size, max_wait or max_concurrent_batches raises an error naming it."""
+    args: dict[str, Any] = {"max_batch_size": 4, "max_wait": 0.1, **kwargs}
+    with pytest.raises(error, match=rf"\b{next(iter(kwargs))}\b"):
+        MicroBatcher(noop, **args)
+
+
+@pytest.mark.parametrize("value", [True, 1.0])
+def test_a_max_concurrent_batches_equal_to_1_but_no_int_is_refused(value: object) -> None:
+    """max_concurrent_batches=True or 1.0 (equal to the default 1, not an int) raises TypeError."""
+    with pytest.raises(TypeError, match=r"\bmax_concurrent_batches\b"):
+        MicroBatcher(noop, max_batch_size=4, max_wait=0.1,
+                     max_concurrent_batches=value)  # type: ignore[arg-type]
+
+
+def test_a_process_that_is_not_callable_is_refused() -> None:
+    """A process that is not callable raises TypeError naming process, before anything runs."""
+    with pytest.raises(TypeError, match=r"\bprocess\b"):
+        MicroBatcher(42, max_batch_size=4, max_wait=0.1)  # type: ignore[arg-type]
+
+
+def test_several_bad_arguments_raise_for_one_of_them() -> None:
+    """With several bad arguments, the error names one of them (any one)."""
+    cases: list[tuple[dict[str, Any], list[str]]] = [
+        ({"max_batch_size": 0, "max_wait": "x"}, ["max_batch_size", "max_wait"]),
+        ({"max_batch_size": 1.5, "max_wait": -1.0, "max_concurrent_batches": 0},
+         ["max_batch_size", "max_wait", "max_concurrent_batches"]),
+        ({"max_batch_size": 2, "max_wait": math.nan, "max_concurrent_batches": True},
+         ["max_wait", "max_concurrent_batches"]),
+    ]
+    for kwargs, bad in cases:
+        with pytest.raises((TypeError, ValueError)) as caught:
+            MicroBatcher(noop, **kwargs)
+        named = [name for name in bad if re.search(rf"\b{name}\b", str(caught.value))]
+        assert named, f"MicroBatcher(process, **{kwargs}) raised {caught.value!r}, which names " \
+                      f"none of the bad arguments {bad}"
+
+
+def test_boundary_arguments_are_accepted() -> None:
+    """max_batch_size=1, max_wait=0 (int or float) and max_concurrent_batches=1 are valid."""
+    for wait in (0, 0.0, 2):
+        MicroBatcher(noop, max_batch_size=1, max_wait=wait, max_concurrent_batches=1)

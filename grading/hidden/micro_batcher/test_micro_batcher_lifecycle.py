@@ -1,0 +1,117 @@
+"""Hidden checks for micro_batcher, rule 8: leaving the block (with pending items, by an
+exception, by cancellation), `submit` outside the block or during exit, entering twice."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from micro_batcher import MicroBatcher
+from micro_batcher_helpers import (
+    LONG,
+    Rig,
+    W,
+    anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
+    leaves,
+    on_trio,
+    quiesce,
+    trio_only,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.category("edge_cases")]
+
+
+@trio_only
+@pytest.mark.points(3)
+async def test_leaving_dispatches_pending_items_at_once() -> None:
+    """Leaving the block dispatches what is pending at once and delivers every result."""
+    rig = Rig(size=4, wait=LONG, duration=1.0)
+    left = await rig.run([(0.0, [0, 1, 2, 3, 4, 5])], leave_early=True)
+    assert left == [], f"callers {left} were left without a result when the batcher closed"
+    assert rig.calls == [(0.0, [0, 1, 2, 3]), (1.0, [4, 5])], \
+        f"dispatched {rig.calls}; [4, 5] was pending at exit and should go when the slot frees"
+    rig.returned(range(6))
+
+
+@pytest.mark.points(2)
+async def test_leaving_by_an_exception_still_delivers_every_result(
+        anyio_backend_name: str) -> None:
+    """Leaving by an exception delivers every accepted item's result; the exception propagates."""
+    rig, propagated = Rig(size=2, wait=LONG, concurrent=2, duration=W), None
+    async with anyio.create_task_group() as tg:
+        try:
+            async with rig.batcher:
+                await rig.submit(tg, 0, 1, 2)
+                raise ZeroDivisionError("the block failed")
+        except Exception as exc:
+            propagated = exc
+        await quiesce()
+        tg.cancel_scope.cancel()
+    if not isinstance(propagated, ZeroDivisionError):
+        shown = leaves(propagated) if propagated is not None else None
+        raise AssertionError(f"the block's ZeroDivisionError should propagate out of it "
+                             f"as it is; got {propagated!r} ({shown})") from propagated
+    rig.returned([0, 1, 2])
+
+
+async def test_cancelling_the_block_ends_it(anyio_backend_name: str) -> None:
+    """Cancelling the scope around the block ends it, whether the final drain is shielded or not."""
+    rig = Rig(size=2, wait=LONG, duration=W)
+    escaped: BaseException | None = None
+    with anyio.move_on_after(3600 if on_trio() else 10) as guard:
+        try:
+            with anyio.CancelScope() as outer:
+                async with anyio.create_task_group() as tg, rig.batcher:
+                    await rig.submit(tg, 0, 1, 2)  # [0, 1] in flight, [2] pending
+                    outer.cancel()
+                    await anyio.sleep(LONG)
+        except Exception as exc:
+            escaped = exc
+    assert not guard.cancelled_caught, "the cancelled block never ended: a deadlock?"
+    if escaped is not None:
+        raise AssertionError(f"cancelling the block raised {leaves(escaped)}") from escaped
+    assert outer.cancelled_caught, "the block was cancelled, but the cancellation was swallowed"
+
+
+@pytest.mark.points(1)
+async def test_entering_twice_raises_runtime_error(anyio_backend_name: str) -> None:
+    """Entering the batcher a second time, while open or once left, raises RuntimeError."""
+    rig = Rig(size=2)
+    async with rig.batcher:
+        with pytest.raises(RuntimeError):
+            async with rig.batcher:
+                pass
+    with pytest.raises(RuntimeError):
+        async with rig.batcher:
+            pass
+
+
+async def test_submit_outside_the_block_raises_runtime_error(anyio_backend_name: str) -> None:
+    """submit before the block is entered, or after it was left, raises RuntimeError."""
+    rig = Rig(size=2)
+    with pytest.raises(RuntimeError):
+        await rig.batcher.submit(1)
+    async with rig.batcher:
+        pass
+    with pytest.raises(RuntimeError):
+        await rig.batcher.submit(2)
+
+
+@trio_only
+async def test_submit_during_exit_raises_runtime_error() -> None:
+    """submit once the block has begun to exit raises RuntimeError (intake is closed)."""
+    raised: list[BaseException] = []
+
+    async def process(items: list[int]) -> list[int]:
+        with anyio.move_on_after(60):  # virtual time: a batcher that accepts it fails cleanly
+            try:
+                await batcher.submit(99)
+            except Exception as exc:
+                raised.append(exc)
+        return items
+
+    batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=5, max_wait=LONG)
+    async with anyio.create_task_group() as tg, batcher:
+        tg.start_soon(batcher.submit, 1)
+        await quiesce()
+    assert len(raised) == 1 and isinstance(raised[0], RuntimeError), \
+        f"submit during the exit flush raised {raised}, expected RuntimeError"

@@ -1,0 +1,149 @@
+"""Hidden checks for micro_batcher, rules 2-5: results in order, a raising `process`, returned
+exceptions, and results of the wrong number or kind."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+import anyio
+import pytest
+from micro_batcher import BatchError
+from micro_batcher_helpers import (
+    LONG,
+    Results,
+    Rig,
+    anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
+    raising,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.points(2)
+async def test_results_go_back_in_acceptance_order(anyio_backend_name: str) -> None:
+    """The caller of the i-th item of a batch gets the i-th result (acceptance order)."""
+    rig = Rig(size=4, wait=LONG, results=lambda items: [100 + k for k in range(len(items))])
+    assert await rig.run([(0.0, [7, 3, 9, 1])], leave_early=True) == []
+    assert rig.batches() == [[7, 3, 9, 1]], f"process got {rig.batches()}, expected [[7, 3, 9, 1]]"
+    got = {i: rig.outcomes[i][1] for i in (7, 3, 9, 1)}
+    assert got == {7: 100, 3: 101, 9: 102, 1: 103}, f"callers got {got} from [100, 101, 102, 103]"
+
+
+@pytest.mark.points(3)
+async def test_a_raising_batch_fails_only_its_own_callers(anyio_backend_name: str) -> None:
+    """When process raises, every caller of that batch gets that exception, and only they."""
+    rig = Rig(size=2, wait=LONG, concurrent=2, results=raising(2))
+    rig.gate = anyio.Event()
+    async with rig.open() as tg:
+        await rig.submit(tg, 0, 1, 2, 3, 4, 5)  # [0, 1] and [2, 3] at the gate, [4, 5] pending
+        rig.gate.set()
+    for i in (2, 3):
+        kind, exc = rig.outcomes[i]
+        assert kind == "raised" and isinstance(exc, KeyError) and exc.args == ("batch with 2",), \
+            f"submit({i}) in the raising batch ended with {rig.outcomes[i]}, expected its KeyError"
+    rig.returned([0, 1, 4, 5])
+
+
+@pytest.mark.points(2)
+async def test_the_batcher_keeps_serving_after_a_raising_batch(anyio_backend_name: str) -> None:
+    """After a batch whose process raised, later batches are processed as usual."""
+    rig = Rig(size=2, results=raising(0))
+    async with rig.open() as tg:
+        await rig.submit(tg, 0)
+        await rig.wait_for([0])
+        await rig.submit(tg, 5)
+        await rig.wait_for([5])
+    assert isinstance(rig.outcomes[0][1], KeyError), f"submit(0) ended with {rig.outcomes[0]}"
+    rig.returned([5])
+
+
+@pytest.mark.points(2)
+async def test_a_returned_exception_is_raised_in_its_own_caller_only(
+        anyio_backend_name: str) -> None:
+    """An exception instance returned at position i is raised in the i-th caller only."""
+    error = ValueError("bad item")
+
+    def results(xs: list[int]) -> list[int | BaseException]:
+        return [error if x == 1 else ValueError if x == 3 else 10 * x  # type: ignore[misc]
+                for x in xs]
+
+    rig = Rig(size=4, wait=LONG, results=results)
+    assert await rig.run([(0.0, [0, 1, 2, 3])], leave_early=True) == []
+    kind, got = rig.outcomes[1]
+    assert kind == "raised" and type(got) is ValueError and got.args == error.args, \
+        f"process returned {error!r} for item 1: submit(1) ended with {rig.outcomes[1]}"
+    rig.returned([0, 2])
+    assert rig.outcomes[3] == ("returned", ValueError), f"process returned the class " \
+        f"ValueError (not an instance) for item 3: submit(3) ended with {rig.outcomes[3]}"
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("delta", [-1, 1], ids=["too_few", "too_many"])
+async def test_wrong_result_count_fails_every_caller_with_batch_error(
+        anyio_backend_name: str, delta: int) -> None:
+    """Too few or too many results: every caller of that batch gets a BatchError, nobody hangs."""
+    for size in (3, 1):  # a batch of one has a result count too
+        rig = Rig(size=size, wait=LONG, results=lambda items: list(range(len(items) + delta)))
+        left = await rig.run([(0.0, list(range(size)))], leave_early=True)
+        assert left == [], f"callers {left} never got an outcome (process returned " \
+                           f"{size + delta} results for {size})"
+        for i in range(size):
+            kind, exc = rig.outcomes[i]
+            assert kind == "raised" and isinstance(exc, BatchError), f"submit({i}) ended with " \
+                f"{rig.outcomes[i]}; process returned {size + delta} results for {size}"
+
+
+@pytest.mark.points(2)
+async def test_the_batcher_keeps_serving_after_a_wrong_result_count(
+        anyio_backend_name: str) -> None:
+    """After a batch with the wrong number of results, later batches are processed as usual."""
+    rig = Rig(size=2, wait=LONG, concurrent=1,
+              results=lambda xs: [] if 0 in xs else [10 * x for x in xs])
+    async with rig.open() as tg:
+        await rig.submit(tg, 0, 1)
+        await rig.wait_for([0, 1])
+        await rig.submit(tg, 5, 6)
+        await rig.wait_for([5, 6])
+    assert isinstance(rig.outcomes[0][1], BatchError), f"submit(0) ended with {rig.outcomes[0]}"
+    rig.returned([5, 6])
+
+
+def _no_length(kind: str) -> Results:
+    def results(items: list[int]) -> Sequence[int]:
+        if 0 not in items:
+            return [10 * x for x in items]
+        if kind == "generator":
+            return _generated(items)  # type: ignore[return-value]  # the point of the check
+        return None  # type: ignore[return-value]  # the point of the check
+    return results
+
+
+def _generated(items: list[int]) -> Iterator[int]:
+    yield from items
+
+
+@pytest.mark.parametrize("kind", ["none", "generator"])
+async def test_a_result_without_a_length_fails_its_callers_with_batch_error(
+        anyio_backend_name: str, kind: str) -> None:
+    """A process that returns no sequence (None, a generator) gives its callers a BatchError."""
+    rig = Rig(size=2, wait=LONG, concurrent=1, results=_no_length(kind))
+    async with rig.open() as tg:
+        await rig.submit(tg, 0, 1)
+        await rig.wait_for([0, 1])
+        await rig.submit(tg, 5, 6)
+        await rig.wait_for([5, 6])
+    for i in (0, 1):
+        kind_, exc = rig.outcomes[i]
+        assert kind_ == "raised" and isinstance(exc, BatchError), \
+            f"process returned a {kind} for [0, 1]: submit({i}) ended with {rig.outcomes[i]}"
+    rig.returned([5, 6])
+
+
+async def test_batch_error_names_both_counts(anyio_backend_name: str) -> None:
+    """The BatchError message gives the expected and the received number of results."""
+    rig = Rig(size=7, wait=LONG, results=lambda items: [0] * 4)
+    await rig.run([(0.0, list(range(7)))], leave_early=True)
+    message = str(rig.outcomes[0][1])
+    assert re.search(r"\b7\b", message) and re.search(r"\b4\b", message), \
+        f"message {message!r} should name 7 (expected) and 4 (received)"
