@@ -135,8 +135,9 @@ def run(exercise: catalog.Exercise, config: dict[str, Any], progress: bool) -> O
     for path in exercise.hidden_files:
         shutil.copyfile(path, work / "tests" / "hidden" / path.name)
     also = []
-    for path in exercise.data_files:
+    for path in exercise.data_files:  # beside the module and beside the tests, as graded
         shutil.copyfile(path, work / path.name)
+        shutil.copyfile(path, work / "tests" / path.name)
         also.append(path.name)
     (work / "tests" / "conftest.py").write_text(_CONFTEST.format(timing=sorted(timing)))
     (work / "pyproject.toml").write_text(_PYPROJECT.format(name=exercise.name, also=also))

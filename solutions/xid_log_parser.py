@@ -86,12 +86,13 @@ _SAMPLES = 10
 _SAMPLE_CHARS = 200
 
 # One pass over the Xid part of the line; pid and name are optional and may be '<unknown>'.
+# Numbers stop at 4,300 digits, int()'s limit: a longer code is malformed, a longer pid text.
 _XID = re.compile(
     r"NVRM: Xid\s*\(\s*(?:PCI:)?"
     r"(?P<pci>[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
-    r"(?:\s+GPU-I:[0-9]+(?:\s+GPU-CI:[0-9]+)?)?\s*\):\s*(?P<code>[0-9]+)\s*"
+    r"(?:\s+GPU-I:[0-9]+(?:\s+GPU-CI:[0-9]+)?)?\s*\):\s*(?P<code>[0-9]{1,4300})\s*"
     r"(?:,\s*"
-    r"(?:pid=(?:'<unknown>'|<unknown>|(?P<pid>[0-9]+))(?:,\s*|\Z))?"
+    r"(?:pid=(?:'<unknown>'|<unknown>|(?P<pid>[0-9]{1,4300}))(?:,\s*|\Z))?"
     r"(?:name=(?P<name>.*?)(?:,\s+|,?\Z))?"
     r"(?P<message>.*))?\Z",
     re.DOTALL,
@@ -129,14 +130,8 @@ def _parse(line: str, at: int, default_host: str | None) -> _Fields:
         words = line[:kernel].rsplit(None, 1)
         if words and ":" not in words[-1]:
             host = words[-1]
-    return (
-        host,
-        pci.lower(),
-        int(code),
-        int(pid) if pid else None,
-        None if name in (None, "", "<unknown>") else name,
-        message or "",
-    )
+    process = None if name in (None, "", "<unknown>") else name
+    return host, pci.lower(), int(code), int(pid) if pid else None, process, message or ""
 
 
 def parse_line(line: str, *, default_host: str | None = None) -> XidEvent | None:
@@ -196,7 +191,6 @@ class _Gpu:
     def report(self, key: tuple[str | None, str]) -> GpuReport:
         codes = dict(sorted(self.codes.items()))
         return GpuReport(key[0], key[1], self.events, codes, _ACTIONS[self.rank])
-
 
 
 class _Tally:
@@ -305,7 +299,7 @@ def _top(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+        value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
     return value
