@@ -1,0 +1,129 @@
+"""Hidden checks for token_bucket: bad arguments raise the stated errors and change nothing
+(rule 7, Errors)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from token_bucket import Decision, KeyedLimiter, TokenBucket
+from token_bucket_helpers import Clock, expect, make_bucket, names
+
+pytestmark = pytest.mark.category("bad_input")
+
+_BAD_VALUES = [0, -1, -0.5, math.nan, math.inf, -math.inf]
+_NOT_NUMBERS: list[Any] = ["10", None, True, [1], 1 + 0j]  # Any: they go where floats do
+_CLASSES = pytest.mark.parametrize("cls", [TokenBucket, KeyedLimiter],
+                                   ids=["TokenBucket", "KeyedLimiter"])
+
+
+@pytest.mark.points(2)
+@_CLASSES
+def test_bad_capacity_or_rate_is_a_value_error_naming_it(cls: type) -> None:
+    """capacity or rate not a finite number > 0 raises ValueError naming the value."""
+    for field in ("capacity", "rate"):
+        for value in _BAD_VALUES:
+            args = {"capacity": 5.0, "rate": 1.0, field: value}
+            what = f"{cls.__name__}({field}={value!r})"
+            make = functools.partial(cls, args["capacity"], args["rate"])
+            error = expect(ValueError, make, what)
+            assert names(str(error), value) and field in str(error), (
+                f"{what}: {str(error)!r} does not name {field} and {value!r}")
+
+
+@_CLASSES
+def test_non_number_capacity_or_rate_is_a_type_error(cls: type) -> None:
+    """capacity or rate that is not a number (a str, None, a bool, a complex) raises TypeError
+    naming the parameter."""
+    for field in ("capacity", "rate"):
+        for value in _NOT_NUMBERS:
+            args: dict[str, object] = {"capacity": 5.0, "rate": 1.0, field: value}
+            what = f"{cls.__name__}({field}={value!r})"
+            error = expect(TypeError, functools.partial(cls, args["capacity"], args["rate"]), what)
+            assert field in str(error), f"{what}: {str(error)!r} does not name {field}"
+
+
+@pytest.mark.points(2)
+def test_bad_tokens_is_a_value_error_and_takes_nothing() -> None:
+    """tokens not finite, not > 0, or above capacity raises ValueError naming it; nothing taken."""
+    bucket, _ = make_bucket(capacity=5, rate=1)
+    keyed = KeyedLimiter(5, 1, clock=Clock())
+    for value in (0, 0.0, -2, math.nan, math.inf, 5.5, 1e9):
+        for what, call in ((f"TokenBucket.try_acquire({value!r})",
+                            functools.partial(bucket.try_acquire, value)),
+                           (f"KeyedLimiter.try_acquire('k', {value!r})",
+                            functools.partial(keyed.try_acquire, "k", value))):
+            error = expect(ValueError, call, what)
+            assert names(str(error), value) and "tokens" in str(error), (
+                f"{what}: {str(error)!r} does not name tokens and {value!r}")
+    assert bucket.available() == 5, "a rejected call changed the bucket"
+    assert keyed.try_acquire("k", 5).allowed, "a rejected call changed the key's bucket"
+
+
+def test_non_number_tokens_is_a_type_error() -> None:
+    """tokens that is not a number (a str, None, a bool, a complex) raises TypeError naming it."""
+    bucket, _ = make_bucket(capacity=5, rate=1)
+    keyed = KeyedLimiter(5, 1, clock=Clock())
+    for value in _NOT_NUMBERS:
+        for what, call in ((f"TokenBucket.try_acquire({value!r})",
+                            functools.partial(bucket.try_acquire, value)),
+                           (f"KeyedLimiter.try_acquire('k', {value!r})",
+                            functools.partial(keyed.try_acquire, "k", value))):
+            error = expect(TypeError, call, what)
+            assert "tokens" in str(error), f"{what}: {str(error)!r} does not name tokens"
+
+
+def test_a_rejected_call_holds_no_new_bucket() -> None:
+    """A rejected KeyedLimiter call changes nothing: no bucket for its key, no change to others."""
+    clock = Clock(50.0)
+    limiter = KeyedLimiter(5, 1, clock=clock)
+    assert limiter.try_acquire("debt", 5).allowed
+    bad: list[Any] = [0, -1, math.nan, math.inf, 6, "1", None, True]
+    for i, value in enumerate(bad):
+        expect((TypeError, ValueError), functools.partial(limiter.try_acquire, f"new-{i}", value),
+               f"try_acquire('new-{i}', {value!r})")
+        assert len(limiter) == 1, (f"after a rejected try_acquire('new-{i}', {value!r}), "
+                                   f"len(limiter) is {len(limiter)}: it made a bucket")
+        expect((TypeError, ValueError), functools.partial(limiter.try_acquire, "debt", value),
+               f"try_acquire('debt', {value!r})")
+    clock.now = 51.0
+    got = limiter.try_acquire("debt", 2)
+    assert got == Decision(False, 1.0), f"after rejected calls, the drained key answered {got}"
+
+
+def test_other_numbers_are_taken_at_their_value_or_refused() -> None:
+    """Fraction or Decimal: taken at its value or TypeError; an int too large for a float:
+    ValueError or OverflowError. Nothing is taken by a call that raises."""
+    others: list[Any] = [Fraction(1, 2), Decimal("0.5")]
+    for value in others:
+        bucket, _ = make_bucket(capacity=2, rate=1)
+        try:
+            got = bucket.try_acquire(value)
+        except TypeError:
+            assert bucket.available() == 2, f"try_acquire({value!r}) raised and took tokens"
+        else:
+            assert got.allowed and bucket.available() == 1.5, (
+                f"try_acquire({value!r}) returned {got}, leaving {bucket.available()} of 2")
+        try:
+            wide, _ = make_bucket(capacity=value * 5, rate=1)
+        except TypeError:
+            continue
+        assert wide.try_acquire(2.5).allowed and not wide.try_acquire(0.5).allowed, (
+            f"a bucket of capacity {value * 5!r} did not hold 2.5 tokens")
+    huge = 10**400
+    for args in ((huge, 1), (5, huge)):
+        expect((ValueError, OverflowError), functools.partial(TokenBucket, *args),
+               f"TokenBucket{args!r}".replace(str(huge), "10**400"))
+        expect((ValueError, OverflowError), functools.partial(KeyedLimiter, *args),
+               f"KeyedLimiter{args!r}".replace(str(huge), "10**400"))
+    bucket, _ = make_bucket(capacity=5, rate=1)
+    keyed = KeyedLimiter(5, 1, clock=Clock())
+    expect((ValueError, OverflowError), functools.partial(bucket.try_acquire, huge),
+           "TokenBucket.try_acquire(10**400)")
+    expect((ValueError, OverflowError), functools.partial(keyed.try_acquire, "k", huge),
+           "KeyedLimiter.try_acquire('k', 10**400)")
+    assert bucket.available() == 5 and len(keyed) == 0, "a rejected call changed something"

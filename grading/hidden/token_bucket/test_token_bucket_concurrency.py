@@ -1,0 +1,81 @@
+"""Hidden checks for token_bucket: threads on one bucket and on one key never over-grant
+(rule 5)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import pytest
+from token_bucket import KeyedLimiter, TokenBucket
+from token_bucket_helpers import ROUNDS, TickingClock, hammer
+
+pytestmark = [pytest.mark.category("concurrency"), pytest.mark.timeout(60)]
+
+
+@pytest.mark.points(3)
+def test_threads_never_over_grant() -> None:
+    """Many threads at once: grants never exceed capacity (refill and deduct are atomic)."""
+    for _ in range(ROUNDS):
+        bucket = TokenBucket(1000, 1e-9, clock=TickingClock(5.0))
+        granted = hammer(bucket.try_acquire)
+        assert granted == 1000, (
+            f"4 threads x 500 requests were granted {granted} tokens from a bucket of 1000")
+
+
+@pytest.mark.points(2)
+def test_keyed_limiter_threads_never_over_grant() -> None:
+    """KeyedLimiter under threads: one key's grants never exceed its capacity."""
+    for _ in range(ROUNDS):
+        limiter = KeyedLimiter(1000, 1e-9, clock=TickingClock(5.0))
+        granted = hammer(functools.partial(limiter.try_acquire, "tenant"))
+        assert granted == 1000, (
+            f"4 threads x 500 requests were granted {granted} of a key's 1000 tokens")
+
+
+class _MeetingClock:
+    """A clock whose first reader waits (up to 10 ms) for a second thread to read it too: a
+    check-then-create that reads the clock between its check and its store lets every racing
+    thread into that window, while under a lock the first reader waits alone, once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._met = threading.Event()
+        self._first = True
+
+    def __call__(self) -> float:
+        with self._lock:
+            self._inside += 1
+            if self._inside >= 2:
+                self._met.set()
+            first, self._first = self._first, False
+        if first:
+            self._met.wait(0.01)
+        with self._lock:
+            self._inside -= 1
+        return 5.0
+
+
+@pytest.mark.points(2)
+def test_threads_racing_on_a_new_key_share_one_bucket() -> None:
+    """Threads whose first calls on a new key race share one bucket: its capacity is granted
+    once."""
+    for round_ in range(10):
+        limiter = KeyedLimiter(1, 1e-9, clock=_MeetingClock())
+        start = threading.Barrier(8)
+        granted: list[bool] = []
+
+        def worker(limiter: KeyedLimiter = limiter, start: threading.Barrier = start,
+                   granted: list[bool] = granted) -> None:
+            start.wait()
+            granted.append(limiter.try_acquire("new", 1).allowed)
+
+        pool = [threading.Thread(target=worker) for _ in range(8)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        assert sum(granted) == 1, (
+            f"round {round_}: 8 threads calling try_acquire('new', 1) at once on a new key of "
+            f"capacity 1 were granted {sum(granted)} times")

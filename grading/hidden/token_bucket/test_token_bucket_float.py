@@ -1,0 +1,156 @@
+"""Hidden checks for token_bucket: the float boundary of rule 4, and the same answers at every
+scale of tokens and of time.
+
+Every transform here is exact: amounts, rates and clock readings are scaled by powers of two
+(2**-40 to 2**40), which round exactly as the unscaled values do.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from token_bucket_helpers import (
+    AWKWARD,
+    DTS,
+    SHARES,
+    STARTS,
+    first_difference,
+    make_bucket,
+    run_bucket,
+    run_keyed,
+    ulp_bound,
+)
+
+_AWKWARD = st.sampled_from([0.1, 0.3, 1 / 3, 0.7, 1.0, 7.77, 1e-3, 12.5, 1e5, 3e7])
+_START = st.sampled_from([0.0, 0.1, 12345.678, 1e6 + 0.1, 86400.0 * 365, 2.0**40 + 0.5])
+
+
+@pytest.mark.points(3)
+@pytest.mark.category("edge_cases")
+@settings(max_examples=200)
+@given(capacity=_AWKWARD, rate=_AWKWARD, start=_START,
+       spend=st.floats(0.01, 1.0), wait=st.floats(0.0, 1.0), ask=st.floats(0.01, 1.0))
+@example(capacity=0.1, rate=0.1, start=0.0, spend=1.0, wait=0.3, ask=1.0)
+# The first estimate and the first step both fall short: the search doubles once more.
+@example(capacity=1.0, rate=0.3, start=0.1, spend=1.0, wait=0.1, ask=1.0)
+@example(capacity=0.7, rate=1e5, start=0.0, spend=1.0, wait=0.3, ask=0.7)
+@example(capacity=1 / 3, rate=3e7, start=0.0, spend=1.0, wait=0.3, ask=0.7)
+def test_waiting_exactly_retry_after_is_sufficient_and_not_wasteful(
+        capacity: float, rate: float, start: float, spend: float, wait: float,
+        ask: float) -> None:
+    """Float boundary: after waiting exactly retry_after the request is allowed; the wait is
+    at most 8 ulps longer than the true one."""
+    bucket, clock = make_bucket(capacity, rate, start)
+    spent, asked = capacity * spend, capacity * ask
+    bucket.try_acquire(spent)
+    clock.now = start + wait * capacity / rate
+    decision = bucket.try_acquire(asked)
+    if decision.allowed:
+        return
+    exact = Fraction(capacity) - Fraction(spent)
+    elapsed = Fraction(clock.now) - Fraction(start)
+    exact = min(Fraction(capacity), exact + elapsed * Fraction(rate))
+    true_wait = (Fraction(asked) - exact) / Fraction(rate)
+    bound = ulp_bound(clock.now, capacity, rate)
+    assert decision.retry_after <= true_wait + Fraction(bound), (
+        f"retry_after {decision.retry_after!r} exceeds the true wait {float(true_wait)!r} "
+        f"by more than 8 ulps ({bound!r})")
+    clock.now += decision.retry_after
+    again = bucket.try_acquire(asked)
+    assert again.allowed, (f"refused {asked!r} tokens after waiting exactly retry_after="
+                           f"{decision.retry_after!r} (capacity {capacity!r}, rate {rate!r})")
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+def test_a_request_slightly_short_is_refused_at_any_scale() -> None:
+    """A grant forgives no more than rounding: a request 0.05% above what is there is refused."""
+    for scale in (1e-6, 1.0, 1e6, 1e12):
+        bucket, clock = make_bucket(capacity=scale, rate=scale)
+        bucket.try_acquire(scale)
+        clock.now = 0.5
+        asked = 0.5 * scale * 1.0005
+        decision = bucket.try_acquire(asked)
+        assert not decision.allowed, f"granted {asked!r} with only {0.5 * scale!r} available"
+
+
+# --- metamorphic: the same calls at another scale ---------------------------------------------
+
+_STEPS = st.lists(st.tuples(st.sampled_from(DTS), st.sampled_from(SHARES)), min_size=1,
+                  max_size=25)
+# Drain, refuse, wait exactly retry_after, ask again; then idle far past full and drain again.
+_BOUNDARY = [(0.0, 1.0), (0.1, 0.7), (-1.0, 0.7), (0.3, 0.0), (0.0, 1 / 3), (-1.0, 1 / 3),
+             (3.0, 1.0), (0.01, 0.25), (-1.0, 0.25), (0.0, 0.0)]
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+@settings(max_examples=60)
+@given(capacity=st.sampled_from(AWKWARD), rate=st.sampled_from(AWKWARD),
+       start=st.sampled_from(STARTS), steps=_STEPS, k=st.integers(-40, 40))
+@example(capacity=0.3, rate=0.1, start=1e6 + 0.1, steps=_BOUNDARY, k=-40)
+@example(capacity=0.3, rate=0.1, start=1e6 + 0.1, steps=_BOUNDARY, k=40)
+@example(capacity=7.77, rate=1 / 3, start=0.1, steps=_BOUNDARY, k=-20)
+@example(capacity=1e-3, rate=12.5, start=2.0**33 + 0.5, steps=_BOUNDARY, k=-40)
+def test_token_bucket_is_the_same_at_every_scale(capacity: float, rate: float, start: float,
+                                                 steps: list[tuple[float, float]],
+                                                 k: int) -> None:
+    """Scaling capacity, rate and every request by 2**k (k from -40 to 40) changes no decision
+    and no retry_after; available() scales with them."""
+    want = run_bucket(capacity, rate, start, steps)
+    got = run_bucket(capacity, rate, start, steps, tokens=k)
+    assert got == want, (
+        f"TokenBucket({capacity!r}, {rate!r}) from t={start!r}, tokens scaled by 2**{k}: "
+        f"{first_difference(want, got)} (answers shown scaled back)")
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+@settings(max_examples=60)
+@given(capacity=st.sampled_from(AWKWARD), rate=st.sampled_from(AWKWARD),
+       start=st.sampled_from(STARTS), steps=_STEPS, j=st.integers(-40, 40))
+@example(capacity=0.3, rate=0.1, start=1e6 + 0.1, steps=_BOUNDARY, j=-40)
+@example(capacity=0.3, rate=0.1, start=1e6 + 0.1, steps=_BOUNDARY, j=40)
+@example(capacity=12.5, rate=0.7, start=12345.678, steps=_BOUNDARY, j=-33)
+@example(capacity=1 / 3, rate=1e-3, start=0.0, steps=_BOUNDARY, j=30)
+def test_a_faster_clock_scales_only_retry_after(capacity: float, rate: float, start: float,
+                                                steps: list[tuple[float, float]],
+                                                j: int) -> None:
+    """Scaling every clock reading by 2**j and the rate by 2**-j (j from -40 to 40) changes no
+    decision; retry_after scales by 2**j."""
+    want = run_bucket(capacity, rate, start, steps)
+    got = run_bucket(capacity, rate, start, steps, time_=j)
+    assert got == want, (
+        f"TokenBucket({capacity!r}, {rate!r}) from t={start!r}, time scaled by 2**{j}: "
+        f"{first_difference(want, got)} (retry_after shown divided by 2**{j})")
+
+
+_KEYED_STEPS = st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(DTS),
+                                  st.sampled_from(SHARES[1:])), min_size=1, max_size=30)
+# Drain a key, let other keys come and go, come back before it has refilled.
+_DEBT = [("a", 0.0, 1.0), ("b", 0.1, 0.5), ("c", 0.3, 1.0), ("a", 0.01, 0.7),
+         ("b", 1.0, 1.0), ("a", 0.0, 0.25), ("a", -1.0, 0.25), ("c", 0.1, 0.1)]
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+@settings(max_examples=60)
+@given(capacity=st.sampled_from(AWKWARD), rate=st.sampled_from(AWKWARD),
+       start=st.sampled_from(STARTS), steps=_KEYED_STEPS, k=st.integers(-40, 40))
+@example(capacity=4.0, rate=2.0, start=10.0, steps=_DEBT, k=-40)
+@example(capacity=4.0, rate=2.0, start=10.0, steps=_DEBT, k=-20)
+@example(capacity=0.3, rate=0.1, start=1e6 + 0.1, steps=_DEBT, k=40)
+@example(capacity=7.77, rate=1 / 3, start=0.0, steps=_DEBT, k=-30)
+def test_keyed_limiter_is_the_same_at_every_scale(capacity: float, rate: float, start: float,
+                                                  steps: list[tuple[str, float, float]],
+                                                  k: int) -> None:
+    """KeyedLimiter: scaling capacity, rate and every request by 2**k (k from -40 to 40) changes
+    no decision and no retry_after (a bucket short of full by a fixed slack is not full)."""
+    want = run_keyed(capacity, rate, start, steps)
+    got = run_keyed(capacity, rate, start, steps, tokens=k)
+    assert got == want, (
+        f"KeyedLimiter({capacity!r}, {rate!r}) from t={start!r}, tokens scaled by 2**{k}: "
+        f"{first_difference(want, got)}")

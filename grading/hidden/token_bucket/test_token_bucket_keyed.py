@@ -1,0 +1,94 @@
+"""Hidden checks for token_bucket, part 2: KeyedLimiter is independent buckets per key (rule 8)
+that forgets only full ones (rule 9)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from token_bucket import Decision, KeyedLimiter
+from token_bucket_helpers import Clock, Model, ulp_bound
+
+
+@settings(max_examples=100)
+@given(ops=st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from([0.25, 1.0, 2.0, 4.0]),
+                              st.sampled_from([0.0, 0.0, 0.125, 0.5, 1.0, 4.0])), max_size=50))
+def test_keyed_limiter_matches_independent_buckets(ops: list[tuple[str, float, float]]) -> None:
+    """KeyedLimiter behaves, per key, exactly like an independent bucket (an exact model)."""
+    clock = Clock(10.0)
+    limiter = KeyedLimiter(4, 2, clock=clock)
+    model = Model(Fraction(4), Fraction(2))
+    for i, (key, tokens, dt) in enumerate(ops):
+        clock.now += dt
+        got = limiter.try_acquire(key, tokens)
+        want = model.acquire(key, Fraction(tokens), Fraction(clock.now))
+        assert got == want, f"call {i}: try_acquire({key!r}, {tokens}) at t={clock.now} " \
+                            f"returned {got}, an independent bucket says {want}"
+
+
+@pytest.mark.points(3)
+@pytest.mark.category("edge_cases")
+def test_keyed_limiter_never_forgets_a_bucket_in_debt() -> None:
+    """A drained key stays drained however many other keys arrive (no eviction of debt)."""
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(4, 1, clock=clock)
+    assert limiter.try_acquire("heavy", 4).allowed
+    for i in range(20_000):
+        limiter.try_acquire(f"tenant-{i}", 1)
+    clock.now = 1.0
+    decision = limiter.try_acquire("heavy", 4)
+    assert decision == Decision(False, 3.0), (
+        f"the drained key got {decision} after 20,000 other keys; its debt was forgiven")
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize(("start", "capacity", "rate"), [
+    (0.0, 2.0, 0.5), (1e6 + 0.1, 0.3, 0.1), (2.0**40 + 0.5, 1 / 3, 0.7)],
+    ids=["t=0", "t=1e6", "t=2**40"])
+def test_full_buckets_are_dropped_behind_a_busy_key(start: float, capacity: float,
+                                                    rate: float) -> None:
+    """Rule 9 while one key stays busy: capacity / rate seconds (and 8 ulps) after a burst over
+    300 keys, one more call leaves at most the busy key and the new one."""
+    clock = Clock(start)
+    limiter = KeyedLimiter(capacity, rate, clock=clock)
+    assert limiter.try_acquire("busy", capacity).allowed
+    for i in range(300):
+        limiter.try_acquire(f"k{i}", min(capacity, capacity * (i % 5 + 1) / 5))
+    full = capacity / rate
+    for quarter in (1, 2, 3, 4):  # the busy key takes half of what each quarter refills
+        clock.now = start + full * quarter / 4
+        assert limiter.try_acquire("busy", capacity / 8).allowed, (
+            f"the busy key was refused {capacity / 8!r} tokens at t={clock.now!r}")
+    clock.now = start + full + ulp_bound(start + full, capacity, rate)
+    limiter.try_acquire("late", capacity / 2)
+    assert len(limiter) <= 2, (
+        f"{len(limiter)} buckets held at t={clock.now!r}: the 300 burst keys, idle "
+        f"{clock.now - start!r} s since t={start!r}, refilled to capacity {capacity!r} at "
+        f"rate {rate!r}; only the busy key and the new one are not full")
+    assert not limiter.try_acquire("busy", capacity).allowed, "the busy key's debt was forgiven"
+
+
+@pytest.mark.category("edge_cases")
+def test_a_dropped_bucket_may_start_afresh_after_the_clock_steps_back() -> None:
+    """A full bucket, then the clock steps back: the key goes on as the bucket it had, or, once
+    dropped, as a new one counting time from its own readings (both are right)."""
+    calls = [("a", 1, 3.0), ("b", 1, 5.0), ("a", 2, -54.0), ("a", 1, -54.0), ("a", 2, -53.0),
+             ("a", 2, 4.0), ("a", 1, 4.0), ("a", 1, 7.0)]
+    clock = Clock()
+    limiter = KeyedLimiter(2, 1, clock=clock)
+    kept, dropped = Model(Fraction(2), Fraction(1)), Model(Fraction(2), Fraction(1))
+    got, as_kept, as_dropped = [], [], []
+    for i, (key, tokens, now) in enumerate(calls):
+        clock.now = now
+        got.append(limiter.try_acquire(key, tokens))
+        as_kept.append(kept.acquire(key, Fraction(tokens), Fraction(now)))
+        as_dropped.append(dropped.acquire(key, Fraction(tokens), Fraction(now)))
+        if i == 1:
+            del dropped.state["a"]  # full at 5.0 (refilled since 3.0): forgotten
+    lines = "\n".join(f"  try_acquire({k!r}, {n}) at t={t}: {g}, kept {a}, dropped {b}"
+                      for (k, n, t), g, a, b in zip(calls, got, as_kept, as_dropped, strict=True))
+    assert got in (as_kept, as_dropped), (
+        f"the answers match neither the bucket key 'a' had (greatest reading 3.0) nor a new one "
+        f"counting from -54:\n{lines}")

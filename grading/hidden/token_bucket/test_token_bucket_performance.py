@@ -1,0 +1,76 @@
+"""Hidden checks for token_bucket: bounded memory, O(1) dropping, and the cost of a call, as
+ratios and growth measured in the same run (rules 9-10)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from token_bucket import KeyedLimiter, TokenBucket
+from token_bucket_helpers import Clock, best_of
+
+pytestmark = [pytest.mark.category("performance"), pytest.mark.timeout(60)]
+
+
+@pytest.mark.points(3)
+def test_keyed_limiter_drops_full_buckets() -> None:
+    """Memory stays bounded: after a burst over 100,000 keys and capacity/rate seconds of quiet,
+    one more call leaves at most 2 buckets."""
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(2, 0.5, clock=clock)
+    for i in range(100_000):
+        limiter.try_acquire(f"k{i}", 1)
+    assert len(limiter) == 100_000, f"{len(limiter)} buckets held; 100,000 are not full"
+    clock.now = 4.0
+    limiter.try_acquire("late", 1)
+    assert len(limiter) <= 2, f"{len(limiter)} buckets held after every burst bucket refilled"
+
+
+@pytest.mark.points(2)
+def test_dropping_full_buckets_is_amortized_constant_time() -> None:
+    """KeyedLimiter stays O(1) per call with many live keys: no full scan on every call."""
+
+    def cost_with(held: int) -> float:
+        limiter = KeyedLimiter(2, 1e-9, clock=Clock(1.0))
+        for i in range(held):
+            limiter.try_acquire(f"held-{i}", 1)  # in debt for ever: never full, never dropped
+
+        def calls(n: int) -> None:
+            for _ in range(n):
+                limiter.try_acquire("probe", 1e-6)
+
+        return best_of(calls, 3000)
+
+    few, many = cost_with(200), cost_with(1600)
+    assert many / few < 4, (
+        f"3000 calls cost {few * 1e3:.1f} ms with 200 keys held and {many * 1e3:.1f} ms with "
+        f"1600 ({many / few:.0f}x): the cost per call grows with the number of keys held")
+
+
+@pytest.mark.points(2)
+def test_try_acquire_costs_a_few_lock_and_clock_reads() -> None:
+    """try_acquire costs a small multiple of an uncontended lock plus a clock read."""
+    lock = threading.Lock()
+    clock = time.monotonic
+
+    def baseline(n: int) -> None:
+        for _ in range(n):
+            with lock:
+                clock()
+
+    def bucket(n: int) -> None:
+        acquire = TokenBucket(1e15, 1.0).try_acquire
+        for _ in range(n):
+            acquire(1.0)
+
+    def keyed(n: int) -> None:
+        limiter = KeyedLimiter(1e15, 1.0)
+        for _ in range(n):
+            limiter.try_acquire("tenant", 1.0)
+
+    base = min(best_of(baseline, 20_000) for _ in range(2))
+    for name, run, limit in (("TokenBucket", bucket, 15), ("KeyedLimiter", keyed, 25)):
+        ratio = best_of(run, 20_000) / base
+        assert ratio < limit, (f"{name}.try_acquire costs {ratio:.0f}x a lock + clock read; "
+                               f"expected under {limit}x")
