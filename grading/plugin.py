@@ -309,8 +309,9 @@ def _describe(exc: BaseException) -> str:
         return _one_line(exc) + "".join(f"\n  from {line}" for line in _origins(exc))
     lines = [f"{type(exc).__name__} with {len(leaves)} leaf "
              f"exception{'s' if len(leaves) > 1 else ''}:"]
+    raised_at = _where(exc.__traceback__)  # for a leaf made but never raised on its own
     for leaf in leaves:
-        where = _where(leaf.__traceback__)
+        where = _where(leaf.__traceback__) or raised_at
         lines.append(f"  {_one_line(leaf)}" + (f" (at {where})" if where else ""))
     return "\n".join(lines)
 
