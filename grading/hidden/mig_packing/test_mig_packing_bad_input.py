@@ -99,6 +99,18 @@ def test_a_count_that_is_not_an_int_raises_type_error(count: Any) -> None:
 
 
 def test_gpus_that_is_not_an_int_raises_type_error() -> None:
-    """gpus that is not an int raises TypeError."""
+    """gpus that is not an int (a float, a bool) raises TypeError."""
     with pytest.raises(TypeError):
         plan({"1g.10gb": 1}, 1.5, "A100-80GB")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plan({"1g.10gb": 1}, True, "A100-80GB")
+
+
+def test_a_start_that_is_not_an_int_raises_type_error() -> None:
+    """place(profile, start) with a start that is not an int raises TypeError, even one equal
+    to a start of the table (1.0), and places nothing."""
+    gpu = Gpu("A100-80GB")
+    for start in [1.0, "4"]:
+        with pytest.raises(TypeError):
+            gpu.place("1g.10gb", start)  # type: ignore[arg-type]
+    assert gpu.instances() == [], f"a rejected start left {gpu.instances()!r} behind"
