@@ -247,6 +247,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     # The test modules, so the submission and the libraries they use, are imported by now.
     _generators[:] = _module_generators()
+    _restore_printer()
+
+
+def _restore_printer() -> None:
+    """schemathesis, once imported (job_api's checks use it), swaps hypothesis's printer for one
+    that prints nothing; every falsifying example would then show blank values."""
+    core = sys.modules.get("hypothesis.core")
+    pretty = sys.modules.get("hypothesis.vendor.pretty")
+    if core is not None and pretty is not None:
+        setattr(core, "RepresentationPrinter", pretty.RepresentationPrinter)  # noqa: B010
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -158,7 +158,7 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                                "cgroup": cgroup,
                                "nproc": 0 if cgroup else isolation.nproc_budget()}
     args = ["-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
-            "-p", "no:cacheprovider", "-q", "--no-header", "-rN"]
+            "-p", "no:cacheprovider", "-p", "no:schemathesis", "-q", "--no-header", "-rN"]
     args.extend(_test_files(exercise, config.get("only"), results))
     if config["mode"] == "collect":
         args.append("--collect-only")

@@ -75,7 +75,7 @@ _PYPROJECT = '''\
 [tool.mutmut]
 source_paths = ["{name}.py"]
 also_copy = {also!r}
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-q", "-x"]
 
 [tool.pytest.ini_options]
 markers = ["points(n): points", "category(name): category"]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from kv_cache import KVShape, kv_shape, max_concurrency
+from kv_cache import KVShape, kv_bytes_per_token, kv_shape, max_concurrency
 from kv_cache_helpers import BYTES, LLAMA_31_70B, LLAMA_31_70B_WEIGHTS, REAL, GiB, oracle, shapes
 
 LLAMA_70B = REAL["Llama-3.1-70B"][1]
@@ -33,11 +33,19 @@ def _fits(shape: KVShape, want: int, why: str, **kw: Any) -> None:
 
 @pytest.mark.points(2)
 def test_worked_example_llama_31_70b() -> None:
-    """Statement example: Llama-3.1-70B on 80 GiB GPUs, 8,192 tokens, bf16, 10% reserve."""
+    """Statement example: Llama-3.1-70B on 80 GiB GPUs, 8,192 tokens, bf16, 10% reserve; the
+    results print as the statement shows them (ints, not floats)."""
     shape = kv_shape(LLAMA_31_70B)
-    for tp, want in [(2, 5), (4, 62), (8, 177), (16, 204)]:
-        _fits(shape, want, f"the statement's table, tp={tp}", gpu_memory=80 * GiB,
-              weights=LLAMA_31_70B_WEIGHTS, tp=tp, context=8192, reserve=0.1)
+    want_shape = ("KVShape(attention='gqa', layers=80, kv_heads=8, head_dim=128, kv_factor=2, "
+                  "sliding_layers=0, window=None)")
+    assert repr(shape) == want_shape, f"kv_shape(Llama-3.1-70B) is {shape!r}, expected {want_shape}"
+    per_token = kv_bytes_per_token(shape, dtype="bf16")
+    assert repr(per_token) == "327680", \
+        f"kv_bytes_per_token(Llama-3.1-70B, dtype='bf16') is {per_token!r}, expected 327680"
+    got = [max_concurrency(shape, gpu_memory=80 * GiB, weights=LLAMA_31_70B_WEIGHTS, tp=tp,
+                           context=8192, dtype="bf16", reserve=0.1) for tp in (2, 4, 8, 16)]
+    assert repr(got) == "[5, 62, 177, 204]", \
+        f"max_concurrency for tp in (2, 4, 8, 16) is {got!r}, expected [5, 62, 177, 204]"
 
 
 @pytest.mark.points(3)
@@ -107,9 +115,16 @@ edge = pytest.mark.category("edge_cases")
 
 @edge
 def test_weights_that_do_not_fit_give_zero() -> None:
-    """Weights larger than what is left of a GPU give 0 sequences, not a negative number."""
+    """Weights that fill or exceed what is left of a GPU give 0 sequences, not a negative
+    number nor 1."""
     _fits(LLAMA_70B, 0, "141 GB of weights on one 80 GiB GPU", gpu_memory=80 * GiB,
           weights=LLAMA_31_70B_WEIGHTS, tp=1, context=1)
+    byte = KVShape("mla", 1, 1, 1, 1)  # one byte a sequence in fp8 with one-token blocks
+    for weights, left in [(1000, "nothing"), (1001, "less than nothing")]:
+        _fits(byte, 0, f"{weights} bytes of weights on a 1,000-byte GPU leave {left}",
+              gpu_memory=1000, weights=weights, context=1, block_tokens=1, dtype="fp8")
+    _fits(byte, 1, "one byte left holds one one-byte sequence", gpu_memory=1000, weights=999,
+          context=1, block_tokens=1, dtype="fp8")
 
 
 @edge
