@@ -79,7 +79,7 @@ pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-q", 
 
 [tool.pytest.ini_options]
 markers = ["points(n): points", "category(name): category"]
-timeout = 60
+timeout = 15  # seconds: a check takes at most a few; a mutant that hangs one is killed
 '''
 
 

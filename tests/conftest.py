@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import SUMMARY, cancel_pending, prefetch
+from tests.helpers import ISOLATION_NOTICE, SUMMARY, cancel_pending, prefetch
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
@@ -27,5 +27,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from grading import isolation
+
+    terminalreporter.write_line(ISOLATION_NOTICE or f"graded with isolation: {isolation.mode()}")
     for line in SUMMARY:
         terminalreporter.write_line(line)
