@@ -245,7 +245,7 @@ def load_dump(source: str | os.PathLike[str] | TextIO, rank: int | None = None) 
 
 # ---------------------------------------------------------------- the diagnosis
 
-Signature = tuple[str, str]
+_Signature = tuple[str, str]
 
 
 @dataclass
@@ -255,10 +255,10 @@ class _Progress:
 
     newest: int
     done: int
-    pending: dict[int, Signature] = field(default_factory=dict)
+    pending: dict[int, _Signature] = field(default_factory=dict)
 
 
-def _signature(e: Entry) -> Signature:
+def _signature(e: Entry) -> _Signature:
     sizes = json.dumps([e.input_sizes, e.input_dtypes, e.output_sizes, e.output_dtypes])
     return e.profiling_name, sizes
 

@@ -66,7 +66,7 @@ def test_a_binary_file_raises_dump_error(tmp_path: Path) -> None:
     """A file that is not text (a pickle dump, say) raises DumpError, not UnicodeDecodeError."""
     path = tmp_path / "trace_1"
     path.write_bytes(b"\x80\x04\x95\xff\xfe pickled \x00")
-    with pytest.raises(DumpError):
+    with pytest.raises(DumpError, match="trace_1"):
         load_dump(path)
 
 
@@ -98,8 +98,10 @@ def test_duplicate_ranks_and_bad_world_sizes_raise_value_error() -> None:
 def test_the_command_line_says_what_is_wrong_with_exit_status_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A missing folder or a bad option: one line on stderr, exit status 2, no traceback."""
-    for argv in ([str(tmp_path / "nowhere")], [str(tmp_path), "--format", "yaml"], []):
+    for argv, names in [([str(tmp_path / "nowhere")], "nowhere"),
+                        ([str(tmp_path), "--format", "yaml"], "yaml"), ([], "")]:
         code = main(argv)
         err = capsys.readouterr().err.strip()
         assert code == 2, f"main({argv}) returned {code}, expected 2"
         assert err and "Traceback" not in err, f"main({argv}) printed {err!r} on stderr"
+        assert names in err, f"main({argv}): the line on stderr should name {names!r}: {err!r}"

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 from hang_finder import Finding, Report, find_hang, main, scan
-from hang_finder_helpers import Doc, dumps_of, entry, job, report_of, summary, two_rank
+from hang_finder_helpers import (
+    Doc,
+    document,
+    dumps_of,
+    entry,
+    job,
+    report_of,
+    summary,
+    two_rank,
+)
 
 
 def _write(folder: Path, docs: dict[int, Doc]) -> None:
@@ -130,8 +139,19 @@ def test_the_command_line_prints_a_paragraph_naming_the_culprit(
     out = capsys.readouterr().out.strip()
     assert code == 1, f"exit status {code} for a hang, expected 1"
     assert "\n\n" not in out and out, f"expected one paragraph, got {out!r}"
-    for word in ("5", "3", "missing_rank", "dp"):
+    for word in ("5", "3", "missing_rank", "dp", "nccl:all_reduce"):
         assert word in out, f"the paragraph should mention {word!r}: {out!r}"
+    assert not out.startswith(("{", "[")), f"the text format is a paragraph, not JSON: {out!r}"
+    cases = [("sizes", 3, "mismatch"), ("crash", 6, "missing_rank"), ("all_entered", 1, "")]
+    for fault, culprit, kind in cases:
+        for path in tmp_path.iterdir():
+            path.unlink()
+        _write(tmp_path, job(8, 2, 2, fault=fault, culprit=culprit, hang_op=2).docs)
+        code = main([str(tmp_path), "--format", "text"])
+        out = capsys.readouterr().out.strip()
+        assert code == 1, f"exit status {code} for a hang ({fault}), expected 1"
+        for word in ("dp", kind or fault, str(culprit) if kind else "3"):
+            assert word in out, f"{fault}: the paragraph should mention {word!r}: {out!r}"
 
 
 @pytest.mark.points(2)
@@ -148,6 +168,13 @@ def test_the_command_line_json_is_the_report(
            f["no_dump"], f["op"], f["desc"])
     assert got == ("1", [2, 3], 5, "mismatch", [], [3], [], "nccl:all_reduce", "tp"), f
     assert data["unreadable"] == [], data
+    (tmp_path / "trace_9.json").write_text("{", encoding="utf-8")
+    main([str(tmp_path), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"kind", "findings", "no_dump", "unreadable"}, sorted(data)
+    (bad,) = data["unreadable"]
+    assert set(bad) == {"file", "reason"} and bad["file"] == "trace_9.json", bad
+    assert isinstance(bad["reason"], str) and bad["reason"], bad
 
 
 def test_the_command_line_exits_zero_without_a_hang(
@@ -157,3 +184,89 @@ def test_the_command_line_exits_zero_without_a_hang(
     code = main([str(tmp_path), "--world-size", "4"])
     out = capsys.readouterr().out
     assert code == 0, f"exit status {code} for a healthy job, expected 0; printed {out!r}"
+    assert out.strip(), "a healthy job still gets one paragraph saying so"
+    code = main([str(tmp_path), "--world-size", "6"])
+    out = capsys.readouterr().out
+    assert code == 1, f"--world-size 6 with dumps of ranks 0-3: exit {code}, expected 1: {out!r}"
+
+
+def test_entries_newer_than_pg_status_count_and_completed_sends_do_not() -> None:
+    """A rank's newest and completed seq take its entries into account when pg_status lags;
+    a completed send/recv repeating a seq does not complete that collective."""
+    def rank(status: tuple[int, int, int], entries: list[Doc]) -> Doc:
+        send = entry(20, 0, 6, name="nccl:send", p2p=True, p2p_seq=2, sizes=[[64]])
+        return two_rank({"0": status, "1": (0, -1, 0)}, [*entries, send])
+
+    docs = {0: rank((4, -1, 4), [entry(5, 0, 4), entry(6, 0, 4, name="nccl:recv", p2p=True,
+                                                        p2p_seq=1, sizes=[[64]]),
+                                 entry(7, 0, 5), entry(8, 0, 6, state="scheduled")]),
+            1: rank((6, -1, 5), [entry(7, 0, 5), entry(8, 0, 6, state="scheduled")])}
+    got = summary(report_of(docs, 2))
+    want: list[Any] = [("0", (0, 1), 6, "all_entered", (), (), ())]
+    assert got == want, f"rank 0's pg_status says 4, 4 but its entries reach 6 (5 done): {got}"
+
+
+def test_a_group_missing_from_pg_status_is_judged_by_its_entries() -> None:
+    """A pg_config group without a pg_status item counts as -1 there: only its entries count."""
+    docs = {0: two_rank({"0": (3, -1, 3)}, [entry(4, 1, 1, state="scheduled", desc="tp")]),
+            1: two_rank({"0": (3, -1, 3)}, [])}
+    got = summary(report_of(docs, 2))
+    want: list[Any] = [("1", (0, 1), 1, "missing_rank", (1,), (), ())]
+    assert got == want, f"group '1' has no pg_status; rank 0 entered its seq 1, rank 1 not: {got}"
+
+
+def test_a_rank_that_completed_seq_is_not_compared_and_op_is_empty_without_entries() -> None:
+    """A member that completed seq is neither missing nor mismatched; op is "" with no entry."""
+    group = {"0": ("default_pg", [0, 1, 2])}
+    docs = {0: document(group, {"0": (6, -1, 6)}, [entry(9, 0, 6, sizes=[[8]])])}
+    for r in (1, 2):
+        docs[r] = document(group, {"0": (6, -1, 5)}, [entry(9, 0, 6, state="scheduled")])
+    (f,) = report_of(docs, 3).findings
+    assert (f.seq, f.kind, f.mismatched, f.op) == (6, "all_entered", (), "nccl:all_reduce"), f
+    rotated = {r: two_rank({"0": (5, -1, 4), "1": (0, -1, 0)}, []) for r in (0, 1)}
+    (f,) = report_of(rotated, 2).findings
+    assert (f.seq, f.kind, f.op) == (5, "all_entered", ""), f"no entry at seq 5 is left: {f}"
+
+
+def test_findings_are_sorted_by_members_then_id_whatever_the_config_order() -> None:
+    """Findings sort by member ranks, then by id, not by id or by pg_config order."""
+    def rank(cfg: dict[str, tuple[str, list[int]]], lagging: str = "") -> Doc:
+        return document(cfg, {pg: (0 if pg == lagging else 1, -1, 0) for pg in cfg},
+                        [entry(i, int(pg), 1, state="scheduled") for i, pg in enumerate(cfg)
+                         if pg != lagging])
+
+    both = {"1": ("tp", [0, 1]), "0": ("default_pg", [0, 1])}
+    # Rank 1 lists first a group it is not in, then has not entered tp seq 1.
+    docs = {0: rank({"2": ("solo", [0]), **both}),
+            1: rank({"7": ("stranger", [5]), **both}, lagging="1")}
+    got = summary(report_of(docs, 2))
+    want = [("2", (0,), 1, "all_entered", (), (), ()),
+            ("0", (0, 1), 1, "all_entered", (), (), ()),
+            ("1", (0, 1), 1, "missing_rank", (1,), (), ())]
+    assert got == want, f"three stuck groups: got {got}, expected {want}"
+
+
+def test_one_rank_world_and_scan_infers_world_size(tmp_path: Path) -> None:
+    """world_size 1 is valid; scan infers it from file names (readable or not) and groups."""
+    one = job(1, 1, 2).docs
+    assert find_hang(dumps_of(one), 1) == Report("no_hang", (), ()), "a 1-rank healthy job"
+    _write(tmp_path, one)
+    (tmp_path / "README.txt").write_text("dumps of job 7\n", encoding="utf-8")
+    for world in (None, 1):
+        report = scan(tmp_path, world)
+        assert (report.kind, report.no_dump) == ("no_hang", ()), f"1 rank, world {world}: {report}"
+        assert [n for n, _ in report.unreadable] == ["README.txt"], report.unreadable
+    (tmp_path / "README.txt").unlink()
+    (tmp_path / "corrupt_rank_7.json").write_text("{", encoding="utf-8")
+    assert scan(tmp_path).no_dump == tuple(range(1, 8)), "an unreadable rank-7 file: world 8"
+    for path in tmp_path.iterdir():
+        path.unlink()
+    _write(tmp_path, job(2, 1, 1).docs)
+    (tmp_path / "nccl_trace_rank_3.json").write_text(json.dumps(document({}, {}, [])),
+                                                   encoding="utf-8")
+    assert scan(tmp_path).no_dump == (2,), "rank 3's file (no groups) makes world_size 4"
+    for path in tmp_path.iterdir():
+        path.unlink()
+    j = job(4, 2, 2, fault="crash", culprit=3, hang_op=2)
+    _write(tmp_path, j.docs)
+    assert scan(tmp_path) == find_hang(dumps_of(j.docs), 4), "rank 3 crashed: groups name it"
