@@ -39,6 +39,7 @@ _PRELOAD = ("pytest", "pytest_timeout", "_hypothesis_pytestplugin", "hypothesis"
             "decimal", "fractions", "gzip", "sqlite3", "statistics", "tracemalloc",
             # job_api's fuzz checks: the OpenAPI layer loads lazily, a second on first use.
             "schemathesis", "schemathesis.specs.openapi.schemas", "schemathesis.python.asgi")
+UNICODE_CODECS = ("utf-8", "ascii")  # the codecs schemathesis asks hypothesis's text for
 _PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
 
@@ -63,11 +64,39 @@ def _set_limits(limits: dict[str, Any]) -> None:
     _limit(resource.RLIMIT_CORE, 0)
 
 
-def serve(control: socket.socket) -> None:
+def unicode_tables(home: str) -> None:
+    """Load (or build, and write under `home`) hypothesis's Unicode tables, kept in memory.
+
+    A text strategy with a codec (schemathesis draws "utf-8" bodies and "ascii" headers) scans
+    all of Unicode on first use unless the tables are on disk under hypothesis's home folder:
+    about 0.9 s of job_api's first fuzz check in every run, since each run's folder is new. The
+    grader builds them once (`--warm`), outside any sandbox, and copies them where the server
+    reads them before any child exists; every fork then inherits them in memory.
+    """
+    import warnings
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+    from hypothesis.internal import charmap
+
+    set_hypothesis_home_dir(home)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "slow code in plugin": not a plugin here
+            charmap.categories()
+            for codec in UNICODE_CODECS:
+                charmap.intervals_from_codec(codec)
+    finally:
+        set_hypothesis_home_dir(None)
+
+
+def serve(control: socket.socket, tables: str = "") -> None:
     """Fork a monitor per request until the grader closes its end of the socket."""
     for name in _PRELOAD:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+    if tables:
+        with contextlib.suppress(Exception):
+            unicode_tables(tables)
     if threading.active_count() != 1:
         return  # forking a process with threads is unsafe: the grader falls back to exec
     gc.freeze()  # children's collections skip what was imported here (and do not copy it)
@@ -207,8 +236,13 @@ def _child(request: dict[str, Any], stdin_fd: int, out_fd: int, started: int) ->
 
 
 def main() -> None:
-    if sys.argv[1] == "--serve":
-        serve(socket.socket(fileno=int(sys.argv[2])))
+    if sys.argv[1] == "--serve":  # --serve FD [TABLES]
+        serve(socket.socket(fileno=int(sys.argv[2])), *sys.argv[3:4])
+        return
+    if sys.argv[1] == "--warm":  # --warm HOME: build the Unicode tables there
+        for name in ("hypothesis", "hypothesis.internal.charmap"):
+            importlib.import_module(name)
+        unicode_tables(sys.argv[2])
         return
     _set_limits(json.loads(sys.argv[1]))
     os.execv(sys.executable, [sys.executable, *sys.argv[2:]])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.metadata
 import json
 import os
 import select
@@ -25,12 +26,14 @@ import socket
 import subprocess
 import sys
 import threading
+import unicodedata
 from pathlib import Path
 from typing import Any, Protocol
 
-from grading import isolation
+from grading import catalog, isolation
 
 _BOOT = Path(__file__).with_name("_boot.py")
+_TABLES = catalog.ROOT / ".grader" / "unicode"
 _START_LIMIT = 60.0  # seconds for the server's imports
 _FORK_LIMIT = 5.0  # seconds for a fork to report its pid (it takes milliseconds; a stopped
 # server never does, and the run then falls back to exec)
@@ -91,13 +94,15 @@ class _Server:
     def __init__(self, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         runs = isolation.runs_dir()
-        boot = runs / "_boot.py"  # where an isolated server can read it
-        if not boot.exists():
-            shutil.copyfile(_BOOT, boot)
+        # Copied afresh where an isolated server can read them: a child of an earlier server
+        # could have rewritten the old copies, and this one must not run or read what it wrote.
+        boot = runs / "_boot.py"
+        shutil.copyfile(_BOOT, boot)
+        tables = _unicode_tables(runs, env)
         with theirs:
             self._proc = subprocess.Popen(
                 isolation.wrap([sys.executable, "-P", str(boot), "--serve",
-                                str(theirs.fileno())]),
+                                str(theirs.fileno()), *tables]),
                 pass_fds=[theirs.fileno()], env=env, cwd=runs,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
@@ -139,6 +144,36 @@ class _Server:
         if monitors:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
+
+
+def _unicode_tables(runs: Path, env: dict[str, str]) -> list[str]:
+    """A fresh copy in `runs` of hypothesis's Unicode tables, for the server to load (see
+    `_boot.unicode_tables`); [] if they cannot be had, and the children build them as before.
+
+    They are built once per hypothesis and Unicode version into `.grader/unicode/`, by a process
+    that runs no submission, so what the server loads was written by nothing a submission ran.
+    """
+    try:
+        key = (f"hypothesis-{importlib.metadata.version('hypothesis')}"
+               f"-unicode-{unicodedata.unidata_version}")
+        trusted = _TABLES / key
+        if not (trusted / ".complete").exists():
+            scratch = _TABLES / f"{key}.{os.getpid()}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            subprocess.run([sys.executable, "-P", str(_BOOT), "--warm", str(scratch)], env=env,
+                           check=True, timeout=_START_LIMIT, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            (scratch / ".complete").touch()
+            try:
+                scratch.rename(trusted)
+            except OSError:  # another grader built them first
+                shutil.rmtree(scratch, ignore_errors=True)
+        copy = runs / "unicode"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(trusted, copy)
+    except (OSError, subprocess.SubprocessError, importlib.metadata.PackageNotFoundError):
+        return []
+    return [str(copy)]
 
 
 class _Servers:
