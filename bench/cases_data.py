@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import tempfile
+from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -191,7 +193,16 @@ def usage_records(module: Any, n: int, seed: int = 11) -> list[Any]:
 
 
 def billing(ctx: Context, n: int = 200_000) -> list[Row]:
-    """The issue's 1M records cost ~1.5 minutes here (building them, then 3 bills): 200k."""
+    """The issue's 1M records cost ~1.5 minutes here (building them, then 3 bills): 200k.
+
+    The floor is the least work the rules require, written as plainly as it can be: keep one
+    record per id, check each against the rules, and add up each line's exact GPU-time (as
+    timedeltas per team, GPU type and count: multiplying a timedelta per record would cost more
+    than the rest). It leaves out what the reference does beyond that: comparing the contents
+    of duplicates, reading instants through UTC (a local zone's DST), clipping to the period,
+    keeping the reasons for rejections, and pricing. The loop that only reads each record's
+    fields is reported beside it.
+    """
     ref = solution("billing")
     ctx.progress(f"billing: building {n:,} records")
     records = usage_records(ref, n)
@@ -199,14 +210,29 @@ def billing(ctx: Context, n: int = 200_000) -> list[Row]:
               "b200": Decimal("4.10")}
     lo, hi = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC)
 
+    def least_work() -> None:
+        first: dict[str, Any] = {}
+        for r in records:
+            first.setdefault(r.record_id, r)
+        lines: dict[tuple[str, str, int], timedelta] = {}
+        for r in first.values():
+            if (r.start.tzinfo is not None and r.end.tzinfo is not None and r.start <= r.end
+                    and type(r.gpu_count) is int and r.gpu_count >= 1 and r.gpu_type in prices
+                    and lo <= r.start and r.end <= hi):
+                key = (r.team, r.gpu_type, r.gpu_count)
+                lines[key] = lines.get(key, timedelta(0)) + (r.end - r.start)
+
     def plain_loop() -> None:
         for r in records:
             _ = (r.record_id, r.team, r.gpu_type, r.gpu_count, r.end - r.start)
 
     ctx.progress(f"billing: bill over {n:,} records")
-    took, base = best_of(3, lambda: ref.bill(records, prices, lo, hi), plain_loop)
-    return [Row("billing", f"bill / plain loop over the fields, {n:,} records", took / base, "x",
-                "<= 2x", 2.0, ratio_note(took, base, "bill", "loop"))]
+    took, floor, loop = best_of(5, lambda: ref.bill(records, prices, lo, hi), least_work,
+                                plain_loop)
+    return [Row("billing", f"bill / least work the rules require, {n:,} records", took / floor,
+                "x", "<= 1.5x", 1.5, ratio_note(took, floor, "bill", "least work")),
+            Row("billing", f"bill / loop that reads the fields, {n:,} records", took / loop, "x",
+                "report", None, ratio_note(took, loop, "bill", "loop"))]
 
 
 # ---- versioned_kv -------------------------------------------------------------------------------
@@ -214,24 +240,44 @@ def billing(ctx: Context, n: int = 200_000) -> list[Row]:
 
 def versioned_kv(ctx: Context, deep: int = 1_000_000, shallow: int = 1_000,
                  reads: int = 50_000) -> list[Row]:
+    """How `get` grows with a key's history, against a bare `bisect_right` over the same history.
+
+    A binary search over 1,000,000 entries touches memory the cache does not hold, so even the
+    bare search grows several times from 1,000 to 1,000,000 entries; the reference's growth is
+    measured against that floor's growth, in the same run.
+    """
     ref = solution("versioned_kv")
     ctx.progress(f"versioned_kv: histories of {shallow:,} and {deep:,} versions")
-    stores = []
+    runs: list[Callable[[], object]] = []
+    bare: list[Callable[[], object]] = []
     for h in (shallow, deep):
         kv = ref.VersionedKV()
         put = kv.put
         for i in range(h):
             put("gpu-7/state", i)
+        history = array("q", range(1, h + 1))
         rng = random.Random(h)
-        stores.append((kv.get, [rng.randrange(1, h + 1) for _ in range(reads)]))
+        at = [rng.randrange(1, h + 1) for _ in range(reads)]
+        runs.append(_reader(kv.get, at))
+        bare.append(_bisector(history, at))
 
-    def reader(get: Callable[[str, int], object], at: list[int]) -> Callable[[], object]:
-        def run() -> None:
-            for v in at:
-                get("gpu-7/state", v)
-        return run
+    small, large, floor_small, floor_large = best_of(5, *runs, *bare)
+    growth, floor_growth = large / small, floor_large / floor_small
+    return [Row("versioned_kv", f"get's growth / bisect_right's, {shallow:,} to {deep:,} versions",
+                growth / floor_growth, "x", "<= 1.25x", 1.25,
+                f"get {growth:.2f}x ({small / reads * 1e6:.2f} to {large / reads * 1e6:.2f} µs),"
+                f" bisect {floor_growth:.2f}x")]
 
-    small, large = best_of(5, *(reader(get, at) for get, at in stores))
-    return [Row("versioned_kv", f"get at {deep:,} / {shallow:,} versions", large / small, "x",
-                "<= 2x", 2.0,
-                ratio_note(large / reads, small / reads, "per get", "per get"))]
+
+def _reader(get: Callable[[str, int], object], at: list[int]) -> Callable[[], object]:
+    def run() -> None:
+        for v in at:
+            get("gpu-7/state", v)
+    return run
+
+
+def _bisector(history: array[int], at: list[int]) -> Callable[[], object]:
+    def run() -> None:
+        for v in at:
+            bisect_right(history, v)
+    return run

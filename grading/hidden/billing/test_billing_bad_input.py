@@ -127,10 +127,30 @@ def test_a_period_bound_that_is_not_a_datetime_raises_type_error(start: object) 
 
 # --- Bad records are rejected, never raised, never dropped --------------------------------------
 
+class _StampLike:
+    """Not a datetime, though it subtracts and compares like one (as some libraries' stamps do)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __sub__(self, other: Any) -> Any:
+        return self.at - (other.at if isinstance(other, _StampLike) else other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return other - self.at
+
+    def __lt__(self, other: Any) -> bool:
+        return bool(self.at < (other.at if isinstance(other, _StampLike) else other))
+
+    def __repr__(self) -> str:
+        return f"StampLike({self.at.isoformat()})"
+
+
 _BAD_TIMES: dict[str, dict[str, Any]] = {
     "naive_start": {"start": NAIVE}, "naive_end": {"start": P0, "end": NAIVE},
     "start_is_a_string": {"start": "2026-03-01T00:00:00+00:00"},
-    "end_is_a_date": {"end": date(2026, 3, 2)}, "end_is_none": {"end": None}}
+    "end_is_a_date": {"end": date(2026, 3, 2)}, "end_is_none": {"end": None},
+    "end_acts_like_a_datetime": {"end": _StampLike(P0 + 60 * MIN)}}
 
 
 class _Int64Like:

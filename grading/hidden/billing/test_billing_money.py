@@ -117,6 +117,19 @@ def test_gpu_seconds_are_exact_at_any_magnitude() -> None:
             "exactly")
 
 
+def test_a_line_longer_than_a_billion_days_is_exact() -> None:
+    """A line adds up past 999,999,999 days of GPU-time (twice over) exactly, one GPU at a time."""
+    start = datetime(1, 1, 1, tzinfo=UTC)
+    end = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+    records = [rec(f"era-{i}", start, end - i * US, gpu_type="x") for i in range(600)]
+    run = run_of(records, {"x": Decimal("1")}, start, end)
+    want = sum(Fraction((end - i * US - start) // US, 10**6) for i in range(600))
+    got = only_line(run)
+    assert got is not None and Fraction(got.gpu_seconds) == want, (
+        f"600 records of one GPU for ~10,000 years each (about 2.2 billion days in all): line "
+        f"{got}; want gpu_seconds {Decimal(want.numerator) / 10**6:f} exactly")
+
+
 def test_amounts_are_exact_at_any_magnitude() -> None:
     """Amounts are rounded once from the exact value at any magnitude, past 28 digits."""
     for case, (count, span, price, period) in _HUGE_AMOUNTS.items():
