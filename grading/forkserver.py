@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import importlib.metadata
+import importlib.util
 import json
 import os
 import select
@@ -30,10 +32,11 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Protocol
 
-from grading import catalog, isolation
+from grading import _boot, catalog, isolation
 
 _BOOT = Path(__file__).with_name("_boot.py")
 _TABLES = catalog.ROOT / ".grader" / "unicode"
+_BYTECODE_LOCK = catalog.ROOT / ".grader" / "bytecode.lock"
 _START_LIMIT = 60.0  # seconds for the server's imports
 _FORK_LIMIT = 5.0  # seconds for a fork to report its pid (it takes milliseconds; a stopped
 # server never does, and the run then falls back to exec)
@@ -217,6 +220,80 @@ _SERVERS = _Servers()
 atexit.register(_SERVERS.shutdown)
 
 
+class _Bytecode:
+    """Bytecode for what every child imports, written once by a process outside the sandbox.
+
+    Under bubblewrap the Python environment is read-only to the children (and to the server), so
+    in an environment nobody has compiled (uv does not compile on install) each server, and each
+    child started without one, compiles pytest, hypothesis, fastapi and schemathesis from source
+    again: about a second a run, on every run. Here a process that runs no submission imports
+    them once, which writes their bytecode beside them; when it is there, nothing runs.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._checked = False
+
+    def ensure(self) -> None:
+        with self._lock:
+            if self._checked or isolation.mode() != "bwrap":
+                return
+            self._checked = True
+            if not _uncompiled(_boot._PRELOAD):
+                return
+            with contextlib.ExitStack() as held:
+                with contextlib.suppress(OSError):  # graders starting together compile once
+                    _BYTECODE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+                    lock = held.enter_context(_BYTECODE_LOCK.open("a"))
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    if not _uncompiled(_boot._PRELOAD):
+                        return
+                # -I: neither the working directory nor PYTHON* variables (the caller's
+                # PYTHONDONTWRITEBYTECODE among them) have a say in what it imports or writes.
+                code = ("import contextlib, importlib\n"
+                        f"for name in {list(_boot._PRELOAD)!r}:\n"
+                        "    with contextlib.suppress(Exception):\n"
+                        "        importlib.import_module(name)\n")
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    subprocess.run([sys.executable, "-I", "-c", code], cwd=catalog.ROOT,
+                                   check=False, timeout=_START_LIMIT, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _uncompiled(names: tuple[str, ...]) -> list[str]:
+    """The modules among `names` whose source has no bytecode beside it, in a folder this
+    process may write to (found without importing anything)."""
+    missing = []
+    for name in names:
+        top, *rest = name.split(".")
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or not spec.has_location or not spec.origin:
+            continue
+        source = Path(spec.origin)
+        if rest:
+            inner = source.parent.joinpath(*rest)
+            source = inner / "__init__.py" if inner.is_dir() else inner.with_suffix(".py")
+        if source.suffix != ".py" or not source.is_file():
+            continue
+        if not Path(importlib.util.cache_from_source(str(source))).is_file() \
+                and os.access(source.parent, os.W_OK):
+            missing.append(name)
+    return missing
+
+
+_BYTECODE = _Bytecode()
+
+
+def compile_preloads() -> None:
+    """Bytecode on disk for what every child imports (see `_Bytecode`): at most once a process,
+    and only under bubblewrap. `spawn` sees to it; a caller about to start many graders at once
+    can call it first, so that they do not all start by waiting for it."""
+    _BYTECODE.ensure()
+
+
 def spawn(args: list[str], cwd: Path, env: dict[str, str], server_env: dict[str, str],
           limits: dict[str, Any], stdin_fd: int, out_fd: int) -> Process | None:
     """`python -m pytest ARGS` forked from the server, or None: then the caller execs it.
@@ -224,6 +301,7 @@ def spawn(args: list[str], cwd: Path, env: dict[str, str], server_env: dict[str,
     `env` is the child's environment; `server_env` the part of it that is the same for every
     child (read when the server starts; PYTHONHASHSEED, for one, is fixed at start-up).
     """
+    compile_preloads()
     if os.environ.get("GRADER_NO_FORK_SERVER"):
         return None
     server = _SERVERS.get(server_env)

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, isolation, mutants, sandbox
+from grading import catalog, forkserver, isolation, mutants, sandbox
 from grading.results import Check, Result
 
 ROOT = catalog.ROOT
@@ -22,6 +22,8 @@ EXERCISES = catalog.exercises()
 # The suite grades as `python grader.py` does by default: under bubblewrap where it works (CI
 # installs it), so the isolated path is the one the suite proves.
 ISOLATION_NOTICE = isolation.choose("auto")
+# In a fresh environment, compiled once here, before the graders the suite starts at once.
+forkserver.compile_preloads()
 EXERCISE_NAMES = [e.name for e in EXERCISES]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from grading import _boot, forkserver, isolation
 from tests.helpers import EXERCISES, ROOT, caught_by, mutant_file, run_grader
 
 _REFERENCE = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
@@ -186,3 +187,11 @@ def test_children_started_without_the_fork_server_grade_the_same() -> None:
     assert forked == execed
     assert {status for status, _ in forked.values()} == {"passed", "failed"}
     assert any(example for _, example in forked.values()), "no falsifying example to compare"
+
+
+@pytest.mark.skipif(isolation.mode() != "bwrap",
+                    reason="only under bubblewrap can children not write their own bytecode")
+def test_what_every_child_imports_is_compiled_outside_the_sandbox() -> None:
+    forkserver.compile_preloads()
+    missing = forkserver._uncompiled(_boot._PRELOAD)
+    assert not missing, f"no bytecode for {missing}: every run compiles them from source"
