@@ -1,5 +1,5 @@
 """Shared helpers for the repository's own tests: run the grader like a user does, and grade
-many submissions two at a time (one per core) through the grader's own API."""
+many submissions at once (one more than there are cores) through the grader's own API."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -54,8 +55,12 @@ def checks_of(name: str) -> tuple[Check, ...]:
 # Lines the session prints at its end (figures a reader of the run wants, such as rates).
 SUMMARY: list[str] = []
 
-_POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)))
+# One grading more than there are cores: a grading that waits (out a check's time limit, for its
+# child to start or to report) then leaves no core idle.
+_POOL = ThreadPoolExecutor(max_workers=(os.cpu_count() or 1) + 1)
 _JOBS: dict[tuple[str, str, tuple[str, ...], int], Future[list[Result]]] = {}
+_MODULES: dict[Path, Path] = {}  # mutant patch -> the module it made this session
+_MAKING = threading.Lock()
 
 
 def grade(name: str, submission: Path, only: Sequence[str] = (),
@@ -76,11 +81,21 @@ def prefetch(name: str, submission: Path, only: Sequence[str] = (), again: int =
 
 def _grade(name: str, submission: Path, only: tuple[str, ...]) -> list[Result]:
     if submission.suffix == ".diff":  # a mutant: applied here, so a stale patch fails its test
-        submission = mutant_file(submission)
+        submission = _module_of(submission)
     checks = list(checks_of(name))
     if only:
         checks = [c for c in checks if c.id.split("::", 1)[1].split("[")[0] in only]
     return sandbox.grade(catalog.Exercise(name), submission, checks)
+
+
+def _module_of(patch: Path) -> Path:
+    """`mutant_file(patch)`, made once a session: every grading of a mutant grades the same
+    module, each in a fresh child and work folder. A patch that does not apply is tried (and
+    fails) again each time."""
+    with _MAKING:
+        if patch not in _MODULES:
+            _MODULES[patch] = mutant_file(patch)
+        return _MODULES[patch]
 
 
 def mutant_file(patch: Path) -> Path:
