@@ -122,7 +122,7 @@ def _apply(tmp: Path, reference: Path, patch: Path, *, fuzz: bool) -> Path | Non
     (tmp / "solutions").mkdir(parents=True)
     shutil.copyfile(reference, tmp / rel)
     # Outside any repository, so that git applies to these files and nothing else.
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp.parent)}
+    env = {**_environ(), "GIT_CEILING_DIRECTORIES": str(tmp.parent)}
     git = shutil.which("git")
     if git is not None and not fuzz:
         command = [git, "apply", "--whitespace=nowarn", str(patch)]
@@ -134,6 +134,16 @@ def _apply(tmp: Path, reference: Path, patch: Path, *, fuzz: bool) -> Path | Non
     proc = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True,
                           check=False)
     return tmp / rel if proc.returncode == 0 else None
+
+
+def _environ() -> dict[str, str]:
+    """A copy of the environment, whole even while another thread changes it (pytest removes
+    PYTEST_CURRENT_TEST after each test while the suite makes mutants in threads)."""
+    while True:
+        try:
+            return dict(os.environ)
+        except KeyError:  # gone between listing the names and reading its value
+            continue
 
 
 def make_patch(exercise: catalog.Exercise, edited_text: str, header: str) -> str:

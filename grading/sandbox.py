@@ -281,9 +281,20 @@ def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
         shutil.copyfile(path, work / _HIDDEN_DIR / path.name)
 
 
+def environ() -> dict[str, str]:
+    """A copy of this process's environment, whole even while another thread changes it (a test
+    runner that grades in threads, pytest, sets and removes PYTEST_CURRENT_TEST around every
+    test): `dict(os.environ)` lists the names, then reads each, and one may be gone by then."""
+    while True:
+        try:
+            return dict(os.environ)
+        except KeyError:
+            continue
+
+
 def _child_env(lib: Path | None, tmp: Path | None) -> dict[str, str]:
     """The child's environment; without `lib` and `tmp`, the part every child shares."""
-    env = {k: v for k, v in os.environ.items()
+    env = {k: v for k, v in environ().items()
            if not k.startswith(("PYTEST_", "PYTHON", "HYPOTHESIS", "COV_", "GRADER_"))}
     # Bytecode is written (the variable is dropped above): a child that compiled pytest and
     # hypothesis from source would spend seconds on every run.

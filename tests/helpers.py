@@ -43,7 +43,7 @@ def run_grader(args: Sequence[str], *, timeout: float = 300, cwd: Path = ROOT,
     """`python grader.py ARGS` in a child process, as a user types it."""
     proc = subprocess.run([sys.executable, str(ROOT / "grader.py"), *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, check=False)
+                          env={**sandbox.environ(), **(env or {})}, check=False)
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
