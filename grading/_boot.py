@@ -4,12 +4,16 @@ Two ways, the same result:
 
 * `python _boot.py LIMITS_JSON -m pytest ARGS...` sets the limits, then execs Python; exec keeps
   the process (and so its session) the same, so the parent's watchdog still owns it.
-* `python -P _boot.py --serve FD` is a fork server (see `forkserver.py`): it imports pytest,
-  hypothesis and the exercises' libraries once, then for each request on the socket FD forks a
+* `python -P _boot.py --serve FD TABLES LIBRARIES` is a fork server (see `forkserver.py`): it
+  imports pytest, hypothesis and the libraries the exercises it serves import (all of
+  `LIBRARIES` when LIBRARIES is `*`) once, then for each request on the socket FD forks a
   monitor, which forks the child and reports the child's pid and, later, its exit status (after
   stopping the child's orphans, and killing the child if the grader hangs up). The child starts
   a session, sets its limits, takes the request's stdin, output, directory and environment, and
   runs pytest in-process, so a run costs a fork instead of a second of imports.
+
+`python -I _boot.py --compile` imports all of them once, outside any sandbox, which writes their
+bytecode; `--warm HOME` builds hypothesis's Unicode tables there.
 
 This file is trusted: it runs before the submission is imported and imports only the standard
 library until it serves.
@@ -30,15 +34,32 @@ import threading
 import time
 from typing import Any
 
-# What the children import anyway (pytest's plugins, the libraries the test files use); loaded
-# once by the fork server. A name that fails to import is skipped: the child imports it, or not.
-_PRELOAD = ("pytest", "pytest_timeout", "_hypothesis_pytestplugin", "hypothesis",
-            "hypothesis.strategies", "hypothesis.stateful", "anyio", "anyio.abc",
-            "anyio.from_thread", "anyio.lowlevel", "anyio.pytest_plugin", "trio", "trio.testing",
-            "httpx", "fastapi", "pydantic", "starlette.exceptions", "uvicorn", "asyncio",
-            "decimal", "fractions", "gzip", "sqlite3", "statistics", "tracemalloc",
-            # job_api's fuzz checks: the OpenAPI layer loads lazily, a second on first use.
-            "schemathesis", "schemathesis.specs.openapi.schemas", "schemathesis.python.asgi")
+# What every child imports, whatever its exercise: pytest with the plugins it loads (its own, the
+# installed ones it finds by entry point, and what the debugging plugin pulls in), hypothesis and
+# the parts of it that load on first use. Loaded once by the fork server; a name that fails to
+# import is skipped (the child imports it, or not).
+_COMMON = ("pytest", "_pytest.config", "pytest_timeout", "_hypothesis_pytestplugin",
+           "anyio.pytest_plugin", "platformdirs.pytest_plugin", "pdb", "faulthandler",
+           "hypothesis", "hypothesis.strategies", "hypothesis.stateful",
+           "hypothesis.internal.conjecture.optimiser", "hypothesis.strategies._internal.random",
+           "hypothesis.strategies._internal.flatmapped", "asyncio", "decimal", "fractions",
+           "gzip", "sqlite3", "statistics", "tracemalloc")
+# What a child also imports when its exercise's files import the library on the left, the parts
+# that load on first use included: schemathesis's OpenAPI layer alone takes a second on first use.
+# A run that grades none of the exercises importing a library does not pay for loading it.
+LIBRARIES: dict[str, tuple[str, ...]] = {
+    "anyio": ("anyio", "anyio.abc", "anyio.from_thread", "anyio.lowlevel"),
+    "trio": ("trio", "trio.testing"),
+    "httpx": ("httpx", "httpcore._sync", "httpcore._async"),
+    "fastapi": ("fastapi", "pydantic", "starlette.exceptions"),
+    "uvicorn": ("uvicorn", "uvicorn.loops.asyncio", "uvicorn.lifespan.off",
+                "uvicorn.protocols.http.h11_impl"),
+    "schemathesis": ("schemathesis", "schemathesis.specs.openapi.schemas",
+                     "schemathesis.python.asgi", "schemathesis.transport.asgi",
+                     "schemathesis.python._constants.orchestrator",
+                     "schemathesis.generation.dictionaries",
+                     "schemathesis.generation.body_overrides", "pydantic.v1", "pyrate_limiter"),
+}
 UNICODE_CODECS = ("utf-8", "ascii")  # the codecs schemathesis asks hypothesis's text for
 _PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
@@ -89,11 +110,30 @@ def unicode_tables(home: str) -> None:
         set_hypothesis_home_dir(None)
 
 
-def serve(control: socket.socket, tables: str = "") -> None:
-    """Fork a monitor per request until the grader closes its end of the socket."""
-    for name in _PRELOAD:
+def preloads(libraries: frozenset[str] | None = None) -> tuple[str, ...]:
+    """The modules the fork server loads for exercises importing `libraries` (None: all)."""
+    names = [*_COMMON]
+    for library, modules in LIBRARIES.items():
+        if libraries is None or library in libraries:
+            names.extend(modules)
+    return tuple(names)
+
+
+def load(names: tuple[str, ...]) -> None:
+    """Import `names`, then pytest's own plugins, as `_pytest.config` lists them."""
+    for name in names:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+    config = sys.modules.get("_pytest.config")
+    for name in getattr(config, "default_plugins", ()):
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"_pytest.{name}")
+
+
+def serve(control: socket.socket, tables: str = "",
+          libraries: frozenset[str] | None = None) -> None:
+    """Fork a monitor per request until the grader closes its end of the socket."""
+    load(preloads(libraries))
     if tables:
         with contextlib.suppress(Exception):
             unicode_tables(tables)
@@ -236,8 +276,12 @@ def _child(request: dict[str, Any], stdin_fd: int, out_fd: int, started: int) ->
 
 
 def main() -> None:
-    if sys.argv[1] == "--serve":  # --serve FD [TABLES]
-        serve(socket.socket(fileno=int(sys.argv[2])), *sys.argv[3:4])
+    if sys.argv[1] == "--serve":  # --serve FD TABLES LIBRARIES ("" for no tables, "*" for all)
+        libraries = None if sys.argv[4] == "*" else frozenset(sys.argv[4].split(","))
+        serve(socket.socket(fileno=int(sys.argv[2])), sys.argv[3], libraries)
+        return
+    if sys.argv[1] == "--compile":  # import every preload once, writing its bytecode
+        load(preloads())
         return
     if sys.argv[1] == "--warm":  # --warm HOME: build the Unicode tables there
         for name in ("hypothesis", "hypothesis.internal.charmap"):

@@ -14,6 +14,7 @@ Set GRADER_NO_FORK_SERVER=1 to exec every child (slower, same results).
 
 from __future__ import annotations
 
+import ast
 import atexit
 import contextlib
 import fcntl
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import threading
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -94,7 +96,7 @@ class _Forked:
 
 
 class _Server:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], libraries: frozenset[str] | None) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         runs = isolation.runs_dir()
         # Copied afresh where an isolated server can read them: a child of an earlier server
@@ -102,10 +104,11 @@ class _Server:
         boot = runs / "_boot.py"
         shutil.copyfile(_BOOT, boot)
         tables = _unicode_tables(runs, env)
+        wanted = "*" if libraries is None else ",".join(sorted(libraries))
         with theirs:
             self._proc = subprocess.Popen(
                 isolation.wrap([sys.executable, "-P", str(boot), "--serve",
-                                str(theirs.fileno()), *tables]),
+                                str(theirs.fileno()), tables, wanted]),
                 pass_fds=[theirs.fileno()], env=env, cwd=runs,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
@@ -149,9 +152,9 @@ class _Server:
                 os.killpg(self._proc.pid, signal.SIGKILL)
 
 
-def _unicode_tables(runs: Path, env: dict[str, str]) -> list[str]:
+def _unicode_tables(runs: Path, env: dict[str, str]) -> str:
     """A fresh copy in `runs` of hypothesis's Unicode tables, for the server to load (see
-    `_boot.unicode_tables`); [] if they cannot be had, and the children build them as before.
+    `_boot.unicode_tables`); "" if they cannot be had, and the children build them as before.
 
     They are built once per hypothesis and Unicode version into `.grader/unicode/`, by a process
     that runs no submission, so what the server loads was written by nothing a submission ran.
@@ -175,8 +178,8 @@ def _unicode_tables(runs: Path, env: dict[str, str]) -> list[str]:
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(trusted, copy)
     except (OSError, subprocess.SubprocessError, importlib.metadata.PackageNotFoundError):
-        return []
-    return [str(copy)]
+        return ""
+    return str(copy)
 
 
 class _Servers:
@@ -187,6 +190,7 @@ class _Servers:
         self._server: _Server | None = None
         self._retired: list[_Server] = []  # their process groups are killed at exit
         self._failed = 0  # starts that failed: after a few, do not pay for one on every run
+        self.libraries: frozenset[str] | None = None  # what a new server loads (None: all)
 
     def get(self, env: dict[str, str]) -> _Server | None:
         with self._lock:
@@ -196,7 +200,7 @@ class _Servers:
                 self._server = None
             if self._server is None and self._failed < _STARTS:
                 try:
-                    self._server = _Server(env)
+                    self._server = _Server(env, self.libraries)
                 except OSError:
                     self._failed += 1
             return self._server
@@ -239,25 +243,48 @@ class _Bytecode:
             if self._checked or isolation.mode() != "bwrap":
                 return
             self._checked = True
-            if not _uncompiled(_boot._PRELOAD):
+            if not _uncompiled(_boot.preloads()):
                 return
             with contextlib.ExitStack() as held:
                 with contextlib.suppress(OSError):  # graders starting together compile once
                     _BYTECODE_LOCK.parent.mkdir(parents=True, exist_ok=True)
                     lock = held.enter_context(_BYTECODE_LOCK.open("a"))
                     fcntl.flock(lock, fcntl.LOCK_EX)
-                    if not _uncompiled(_boot._PRELOAD):
+                    if not _uncompiled(_boot.preloads()):
                         return
                 # -I: neither the working directory nor PYTHON* variables (the caller's
                 # PYTHONDONTWRITEBYTECODE among them) have a say in what it imports or writes.
-                code = ("import contextlib, importlib\n"
-                        f"for name in {list(_boot._PRELOAD)!r}:\n"
-                        "    with contextlib.suppress(Exception):\n"
-                        "        importlib.import_module(name)\n")
                 with contextlib.suppress(OSError, subprocess.SubprocessError):
-                    subprocess.run([sys.executable, "-I", "-c", code], cwd=catalog.ROOT,
+                    subprocess.run([sys.executable, "-I", str(_BOOT), "--compile"],
+                                   cwd=catalog.ROOT,
                                    check=False, timeout=_START_LIMIT, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def expect(exercises: Iterable[catalog.Exercise]) -> None:
+    """Declare what this process will grade: a fork server started from now on loads only the
+    libraries those exercises' files import (by default it loads every exercise's)."""
+    _SERVERS.libraries = libraries_of(exercises)
+
+
+def libraries_of(exercises: Iterable[catalog.Exercise]) -> frozenset[str]:
+    """Which of `_boot.LIBRARIES` the exercises' stubs and tests import."""
+    found: set[str] = set()
+    for exercise in exercises:
+        for path in (exercise.stub, exercise.visible_tests, *exercise.hidden_files):
+            with contextlib.suppress(OSError, SyntaxError, ValueError):
+                found.update(_top_level_imports(path.read_bytes()))
+    return frozenset(found & _boot.LIBRARIES.keys())
+
+
+def _top_level_imports(source: bytes) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 def _uncompiled(names: tuple[str, ...]) -> list[str]:

@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grading import catalog, diagnose, isolation, provenance, report, sandbox, state
+from grading import catalog, diagnose, forkserver, isolation, provenance, report, sandbox, state
 from grading.inputs import UsageError, select, submissions
 from grading.results import Check, Grade, num
 
@@ -27,6 +27,7 @@ def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> in
     if notice:
         print(notice, file=sys.stderr)
     limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout)
+    forkserver.expect(exercises)  # the fork server loads only what these exercises import
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise UsageError(f"cannot write {args.output}: no such folder")
     tasks: list[tuple[catalog.Exercise, Path, list[Check]]] = []

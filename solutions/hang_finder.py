@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TextIO
@@ -284,17 +284,22 @@ class _Tally:
             st = dump.status.get(pg, GroupStatus(-1, -1, -1))
             # Sequence numbers start at 1; -1 (PyTorch's "none yet") and 0 mean nothing.
             mine[pg] = _Progress(max(st.last_enqueued, 0), max(st.last_completed, 0))
+        unfinished: list[tuple[_Progress, Entry]] = []
         for e in dump.entries:
             p = mine.get(e.pg_id)
             if p is None or e.is_p2p:
                 continue  # send/recv count on p2p_seq_id; their collective_seq_id repeats
             seq = e.collective_seq_id
-            p.newest = max(p.newest, seq)
-            if e.state == "completed":
-                p.done = max(p.done, seq)
-        for e in dump.entries:  # a second pass, once `done` is final: keep what is pending
-            p = mine.get(e.pg_id)
-            if p is not None and not e.is_p2p and e.collective_seq_id > p.done:
+            # Comparisons, not max(): this loop runs once per entry, and its two max() calls were
+            # 15% of scan's work beyond json.load (callgrind instruction counts).
+            if seq > p.newest:  # noqa: PLR1730 -- see the comment above
+                p.newest = seq
+            if e.state != "completed":
+                unfinished.append((p, e))
+            elif seq > p.done:
+                p.done = seq
+        for p, e in unfinished:  # once `done` is final: keep what is pending
+            if e.collective_seq_id > p.done:
                 p.pending[e.collective_seq_id] = _signature(e)
         for pg, p in mine.items():
             info = dump.groups[pg]
@@ -367,30 +372,26 @@ def scan(directory: str | os.PathLike[str], world_size: int | None = None) -> Re
     if not folder.is_dir():
         raise ValueError(f"not a directory: {folder}")
     files = sorted(p for p in folder.iterdir() if p.is_file())
-    unreadable: list[tuple[str, str]] = []
-    highest = [-1]
-
-    def dumps() -> Iterator[RankDump]:
-        for path in files:
-            try:
-                dump = load_dump(path)
-            except (OSError, ValueError) as err:
-                unreadable.append((path.name, str(err)))
-                highest[0] = max(highest[0], _rank_from_name(path.name) or 0)
-                continue
-            highest[0] = max(highest[0], dump.rank, *(r for g in dump.groups.values()
-                                                       for r in g.ranks))
-            yield dump
-
+    if world_size is not None and (isinstance(world_size, bool) or world_size < 1):
+        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
     tally = _Tally()
-    limit = world_size
-    if limit is not None and (isinstance(limit, bool) or limit < 1):
-        raise ValueError(f"world_size must be an int >= 1, got {limit!r}")
-    for dump in dumps():
-        if limit is not None and dump.rank >= limit:
-            raise ValueError(f"rank {dump.rank} is outside world_size {limit}")
+    unreadable: list[tuple[str, str]] = []
+    highest = -1
+    for path in files:
+        try:
+            dump = load_dump(path)
+        except (OSError, ValueError) as err:
+            unreadable.append((path.name, str(err)))
+            highest = max(highest, _rank_from_name(path.name) or 0)
+            continue
+        if world_size is not None and dump.rank >= world_size:
+            raise ValueError(f"rank {dump.rank} is outside world_size {world_size}")
+        highest = max(highest, dump.rank, *(r for g in dump.groups.values() for r in g.ranks))
         tally.add(dump)
-    report = tally.report(limit if limit is not None else max(highest[0] + 1, 1))
+        # Drop this dump before the next one is parsed: with the loop variable holding it while
+        # json.load built the next, scan took about 1.35x as long.
+        del dump
+    report = tally.report(world_size if world_size is not None else max(highest + 1, 1))
     return replace(report, unreadable=tuple(unreadable))
 
 

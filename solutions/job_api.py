@@ -102,9 +102,12 @@ def _problem(status: int, kind: str, title: str, detail: str, headers: Any = Non
     return JSONResponse(body, status, headers, media_type="application/problem+json")
 
 
+_PROBLEM_SCHEMA = _Problem.model_json_schema()
+
+
 def _doc(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for the problem responses an operation can give."""
-    content = {"application/problem+json": {"schema": _Problem.model_json_schema()}}
+    content = {"application/problem+json": {"schema": _PROBLEM_SCHEMA}}
     return {c: {"content": content, "description": "Problem"} for c in codes}
 
 

@@ -218,11 +218,14 @@ def test_a_group_missing_from_pg_status_is_judged_by_its_entries() -> None:
 def test_a_rank_that_completed_seq_is_not_compared_and_op_is_empty_without_entries() -> None:
     """A member that completed seq is neither missing nor mismatched; op is "" with no entry."""
     group = {"0": ("default_pg", [0, 1, 2])}
-    docs = {0: document(group, {"0": (6, -1, 6)}, [entry(9, 0, 6, sizes=[[8]])])}
-    for r in (1, 2):
-        docs[r] = document(group, {"0": (6, -1, 5)}, [entry(9, 0, 6, state="scheduled")])
-    (f,) = report_of(docs, 3).findings
-    assert (f.seq, f.kind, f.mismatched, f.op) == (6, "all_entered", (), "nccl:all_reduce"), f
+    # Rank 0 completed seq 6 by its pg_status, whether or not its entry there says so yet.
+    for state in ("completed", "scheduled"):
+        docs = {0: document(group, {"0": (6, -1, 6)}, [entry(9, 0, 6, sizes=[[8]], state=state)])}
+        for r in (1, 2):
+            docs[r] = document(group, {"0": (6, -1, 5)}, [entry(9, 0, 6, state="scheduled")])
+        (f,) = report_of(docs, 3).findings
+        assert (f.seq, f.kind, f.mismatched, f.op) == (6, "all_entered", (), "nccl:all_reduce"), (
+            f"rank 0 completed seq 6 (pg_status), its entry there {state}: {f}")
     rotated = {r: two_rank({"0": (5, -1, 4), "1": (0, -1, 0)}, []) for r in (0, 1)}
     (f,) = report_of(rotated, 2).findings
     assert (f.seq, f.kind, f.op) == (5, "all_entered", ""), f"no entry at seq 5 is left: {f}"

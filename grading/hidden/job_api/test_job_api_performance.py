@@ -10,7 +10,6 @@ from typing import Any
 
 import job_api
 import pytest
-from anyio.from_thread import start_blocking_portal
 from job_api_helpers import JOB, Api, Clock, open_api
 
 
@@ -28,9 +27,7 @@ def _page_time(api: Api) -> float:
 def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
     """A page costs about the same with 8x more jobs (a keyset query, not a scan)."""
     wide = JOB | {"command": ["--flag"] * 4000}  # rows a scan must decode: the cost is visible
-    with start_blocking_portal() as portal:  # one event loop and one thread pool for both apps
-        few = Api(job_api.create_app(clock=Clock()), portal)
-        many = Api(job_api.create_app(clock=Clock()), portal)
+    with open_api(clock=Clock()) as few, open_api(clock=Clock()) as many:
         for _ in range(12):
             few.create(wide)
         for _ in range(96):
@@ -48,8 +45,6 @@ def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
                 ratios.append(second / first if i % 2 else first / second)
         finally:
             gc.enable()
-            portal.call(few.client.aclose)
-            portal.call(many.client.aclose)
         ratio = statistics.median(ratios)
     assert ratio < 2.5, (
         f"a page of 1 took {ratio:.1f}x longer at 96 jobs than at 12 (median of 31 paired"

@@ -92,24 +92,28 @@ def _model(ops: list[str]) -> tuple[list[int], str]:
 
 @pytest.mark.points(2)
 @pytest.mark.timeout(60)
-@settings(max_examples=10)
-@example([["running", "cancel", "cancelled"], ["cancel", "running"]], [0, 1, 1, 0, 0])
-@example([["running", "succeeded"], ["running", "failed"], ["cancel"]], [2, 1, 0, 1, 0])
-@given(st.lists(st.lists(st.sampled_from(_OPS), max_size=4), min_size=2, max_size=3),
-       st.lists(st.integers(0, 2), max_size=12))
-def test_requests_on_different_jobs_commute(plans: list[list[str]], order: list[int]) -> None:
+def test_requests_on_different_jobs_commute() -> None:
     """Cancels and transitions of different jobs, interleaved in any order, act per job."""
-    with open_api() as api:
-        ids = [api.create()["id"] for _ in plans]
-        cursor, codes = [0] * len(plans), [list[int]() for _ in plans]
-        # The interleaving `order` picks whose next request goes; leftovers go job by job.
-        picks = [i % len(plans) for i in order] + [i for i, p in enumerate(plans) for _ in p]
-        for i in picks:
-            if cursor[i] < len(plans[i]):
-                codes[i].append(_apply(api, ids[i], plans[i][cursor[i]]))
-                cursor[i] += 1
-        for job_id, plan, got in zip(ids, plans, codes, strict=True):
-            want, state = _model(plan)
-            assert got == want, f"job {job_id}: {plan} answered {got}, alone it would be {want}"
-            now = api.call("GET", f"/jobs/{job_id}").json()["state"]
-            assert now == state, f"job {job_id} after {plan} is {now}, expected {state}"
+    with open_api() as api:  # one app: each example makes jobs of its own
+
+        @settings(max_examples=10)
+        @example([["running", "cancel", "cancelled"], ["cancel", "running"]], [0, 1, 1, 0, 0])
+        @example([["running", "succeeded"], ["running", "failed"], ["cancel"]], [2, 1, 0, 1, 0])
+        @given(st.lists(st.lists(st.sampled_from(_OPS), max_size=4), min_size=2, max_size=3),
+               st.lists(st.integers(0, 2), max_size=12))
+        def run(plans: list[list[str]], order: list[int]) -> None:
+            ids = [api.create()["id"] for _ in plans]
+            cursor, codes = [0] * len(plans), [list[int]() for _ in plans]
+            # The interleaving `order` picks whose next request goes; leftovers go job by job.
+            picks = [i % len(plans) for i in order] + [i for i, p in enumerate(plans) for _ in p]
+            for i in picks:
+                if cursor[i] < len(plans[i]):
+                    codes[i].append(_apply(api, ids[i], plans[i][cursor[i]]))
+                    cursor[i] += 1
+            for job_id, plan, got in zip(ids, plans, codes, strict=True):
+                want, state = _model(plan)
+                assert got == want, f"job {job_id}: {plan} answered {got}, alone it would be {want}"
+                now = api.call("GET", f"/jobs/{job_id}").json()["state"]
+                assert now == state, f"job {job_id} after {plan} is {now}, expected {state}"
+
+        run()
