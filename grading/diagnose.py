@@ -7,6 +7,10 @@ fails when a stored digest no longer matches, naming the command that recomputes
 
     python -m grading.diagnose refresh [NAME...]
 
+The same file keeps what each check cost the reference (its median seconds over three full
+gradings, measured by `refresh` before the mutants are graded): the grader deals checks to its
+children by these, so that the children finish together (`sandbox._deal`).
+
 The rule: a mutant matches a submission when every check the mutant fails, the submission fails
 too (its signature is contained in the failures). The first diagnosis is the match that explains
 the most failures (the largest signature; ties by name). A second is shown only when it explains
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import statistics
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +38,7 @@ from grading import catalog, mutants
 
 STORE = Path(__file__).resolve().parent / "signatures"
 SHOWN = 2  # diagnoses a report shows at most
+_COST_ROUNDS = 3  # full gradings of the reference whose median seconds per check are stored
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,18 @@ def stored(exercise: catalog.Exercise) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def costs(exercise: catalog.Exercise) -> dict[str, float]:
+    """Seconds the reference spent on each check of `exercise` (by check id) when its signatures
+    were last refreshed; empty when none are stored. Only the dealing of checks to children reads
+    them: a figure that is off costs time, never a result."""
+    data = stored(exercise) or {}
+    raw = data.get("costs")
+    if not isinstance(raw, dict):
+        return {}
+    return {str(cid): float(s) for cid, s in raw.items()
+            if isinstance(s, int | float) and not isinstance(s, bool) and s >= 0}
 
 
 def is_current(exercise: catalog.Exercise) -> bool:
@@ -98,10 +116,16 @@ def diagnose(exercise: catalog.Exercise, failed: Iterable[str]) -> list[Diagnosi
 
 
 def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
-    """Grade every mutant of `exercise` in full and store the signatures."""
+    """Time the reference on every check, then grade every mutant of `exercise` in full (its
+    checks dealt by those times), and store both."""
     from grading import sandbox  # not at the top: the parent of a plain grading skips this
 
-    checks = sandbox.collect(exercise)
+    seconds: dict[str, list[float]] = {}
+    for _ in range(_COST_ROUNDS):  # one at a time: the figures are for a grading alone
+        for result in sandbox.grade(exercise, exercise.solution, sandbox.collect(exercise)):
+            seconds.setdefault(result.check.id, []).append(result.duration)
+    measured = {cid: round(statistics.median(times), 3) for cid, times in sorted(seconds.items())}
+    checks = sandbox.with_costs(sandbox.collect(exercise), measured)
     all_mutants = mutants.of(exercise)
 
     def signature(mutant: mutants.Mutant) -> tuple[mutants.Mutant, list[str]]:
@@ -113,6 +137,7 @@ def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
         graded = list(pool.map(signature, all_mutants))
     data = {
         "digest": digest(exercise),
+        "costs": measured,
         "mutants": {
             m.bug: {"summary": m.summary, "rule": _rule(m), "fails": fails}
             for m, fails in graded
@@ -132,7 +157,8 @@ def _rule(mutant: mutants.Mutant) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m grading.diagnose",
-        description="Recompute the stored mutant signatures (grades every mutant in full).")
+        description="Recompute the stored mutant signatures (grades every mutant in full) "
+                    "and what each check costs the reference (three gradings of it).")
     parser.add_argument("verb", choices=("refresh", "check"),
                         help="refresh: recompute; check: say which stored ones are stale")
     parser.add_argument("names", nargs="*", metavar="NAME", help="exercises (default: all)")

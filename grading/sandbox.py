@@ -7,37 +7,54 @@ enforces each check's time limit and the run's wall limit. A check that never re
 crashed, hung, or exited) is failed with the reason, and a new child resumes the run without the
 checks already recorded, so one bad check costs only its own points. The check list itself
 (names, points) always comes from collecting the trusted stub, never from the submission's run.
+
+A grading deals its checks out to `Limits.shards` children that run at once (`_deal`), by what
+each check cost the reference (stored with the exercise's signatures), so that they finish
+together; a child costs a few tenths of a second to start, so a grading is split only when it
+has `_SHARD_MIN` checks for each child (one check, or a mutant's few, run in one child). The
+split depends on the check list alone (stored costs included), never on the machine or on this
+run's timing, so a submission that leaks state from one check into another scores the same
+everywhere.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
 import secrets
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from grading import forkserver, isolation
+from grading import diagnose, forkserver, isolation
 from grading.catalog import ROOT, Exercise
 from grading.results import Check, Result
 
 CACHE = ROOT / ".grader" / "checks"
+_CODE_CACHE = ROOT / ".grader" / "code"
+_COMPILED = ".kata-tests.marshal"  # the compiled test modules in a work directory (plugin.py)
+_COMPILE_LIMIT = 60.0  # seconds for compiling an exercise's test modules
 _PLUGIN = "_kata_grading_plugin"
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
 _GRACE = 5.0  # seconds past a check's own timeout before the watchdog kills the child
 _HIDDEN_DIR = "hidden"  # where the hidden checks go in a work directory (see plugin.py)
 _COLLECT_LIMIT = 60.0  # seconds allowed for importing the submission and collecting
+_SHARD_MIN = 8  # the fewest checks a child is dealt when a grading is split
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,7 @@ class Limits:
     file_size: int = 64 << 20  # bytes any one file (captured output included) may grow to
     open_files: int = 512
     timeout: float = 10.0  # default per-check limit; `@pytest.mark.timeout(s)` overrides
+    shards: int = 2  # children that share a grading's checks, running at once
 
 
 @dataclass
@@ -72,11 +90,25 @@ Progress = Callable[[int, int, str], None]
 
 
 def collect(exercise: Exercise, limits: Limits = Limits()) -> list[Check]:
-    """The checks of an exercise, collected with its stub (trusted code).
+    """The checks of an exercise, collected with its stub (trusted code), with their costs.
 
     Cached in `.grader/checks/` under a hash of everything collection reads, so a repeat costs
     no child process.
     """
+    return with_costs(_collected(exercise, limits), diagnose.costs(exercise))
+
+
+def with_costs(checks: Iterable[Check], costs: dict[str, float]) -> list[Check]:
+    """`checks`, each with the cost it is dealt by: the seconds stored for it; the median of the
+    stored ones for a check that has none yet (added since the last refresh); its time limit
+    when the exercise has no costs stored at all."""
+    if not costs:
+        return [replace(c, cost=c.timeout) for c in checks]
+    usual = statistics.median(costs.values())
+    return [replace(c, cost=costs.get(c.id, usual)) for c in checks]
+
+
+def _collected(exercise: Exercise, limits: Limits) -> list[Check]:
     digest = hashlib.sha256(f"{sys.version}|{limits.timeout}".encode())
     for path in (Path(__file__).with_name("plugin.py"), exercise.stub, exercise.visible_tests,
                  *exercise.hidden_files):
@@ -115,23 +147,64 @@ def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
     """Run every check against `submission`; every check gets a final status."""
     results = {c.id: Result(c) for c in checks}
     deadline = time.monotonic() + limits.wall
+    shown = threading.Lock()
+
+    def overall(_done: int, _total: int, name: str) -> None:
+        """A shard's progress, told as the whole grading's."""
+        if progress is not None:
+            with shown:
+                progress(sum(r.status != "pending" for r in results.values()), len(results), name)
+
+    attempt = 0
     with tempfile.TemporaryDirectory(prefix="run-", dir=isolation.runs_dir()) as tmp:
-        for attempt in range(len(results) + 1):
+        _library(Path(tmp), limits)  # made once, before children start at once
+        for _ in range(len(results) + 1):
             pending = [r for r in results.values() if r.status == "pending"]
             if not pending:
                 break
             if time.monotonic() >= deadline:
                 _fail(pending, "timeout", f"the run exceeded its wall limit of {limits.wall:g} s")
                 break
-            config = {"mode": "run", "only": [r.check.id for r in pending]}
-            before = len(pending)
-            _run_child(Path(tmp), attempt, exercise, submission, config, limits, deadline,
-                       results, progress)
-            if sum(r.status == "pending" for r in results.values()) == before:
-                break  # no progress: a new child would do the same
+            shards = _deal(pending, max(1, min(limits.shards, len(pending) // _SHARD_MIN)))
+            runs = [partial(_run_child, Path(tmp), attempt + i, exercise, submission,
+                            {"mode": "run", "only": [r.check.id for r in shard]}, limits,
+                            deadline, {r.check.id: r for r in shard}, overall)
+                    for i, shard in enumerate(shards)]
+            attempt += len(runs)
+            _run_at_once(runs)
+            if sum(r.status == "pending" for r in results.values()) == len(pending):
+                break  # no progress: new children would do the same
         _fail([r for r in results.values() if r.status == "pending"], "crashed",
               "the check never reported a result")
     return list(results.values())
+
+
+def _deal(pending: list[Result], count: int) -> list[list[Result]]:
+    """`pending` dealt out to `count` shards: costliest check first, each to the shard whose
+    costs add up least so far (ties: the first such shard), so the shards' costs differ by at
+    most one check's; each shard keeps the collection order. The stored costs and the order are
+    all it reads, so the same checks are dealt the same way on every machine."""
+    load, shard_of = [0.0] * count, {}
+    for result in sorted(pending, key=lambda r: -r.check.cost):  # stable: ties keep order
+        least = min(range(count), key=lambda i: (load[i], i))
+        load[least] += result.check.cost
+        shard_of[result.check.id] = least
+    return [[r for r in pending if shard_of[r.check.id] == i] for i in range(count)]
+
+
+def _run_at_once(runs: Sequence[Callable[[threading.Event], object]]) -> None:
+    """Call each of `runs` at once, the first in this thread; if one raises (Ctrl-C, say),
+    `stop` tells the others to kill their children, and the error goes on once they have."""
+    stop = threading.Event()
+    with ThreadPoolExecutor(max(1, len(runs) - 1)) as pool:
+        others = [pool.submit(run, stop) for run in runs[1:]]
+        try:
+            runs[0](stop)
+            for other in others:
+                other.result()
+        except BaseException:
+            stop.set()
+            raise
 
 
 def _fail(results: Iterable[Result], status: str, message: str) -> None:
@@ -142,7 +215,8 @@ def _fail(results: Iterable[Result], status: str, message: str) -> None:
 
 def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                config: dict[str, Any], limits: Limits, deadline: float,
-               results: dict[str, Result], progress: Progress | None) -> _Child:
+               results: dict[str, Result], progress: Progress | None,
+               stop: threading.Event | None = None) -> _Child:
     """One child process: start it, watch it, and settle what it left unreported."""
     lib = _library(tmp, limits)
     work = tmp / f"work-{attempt}"  # fresh each time: nothing the last child wrote survives
@@ -183,7 +257,7 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     child = _Child()
     reader = _ChannelReader(channel, token)
     try:
-        killed_for = _watch(proc, reader, child, results, progress, limits, deadline)
+        killed_for = _watch(proc, reader, child, results, progress, limits, deadline, stop)
     finally:
         code = _kill(proc)
         isolation.end_run_cgroup(cgroup)
@@ -231,7 +305,7 @@ def _library(tmp: Path, limits: Limits) -> Path:
 
 def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
            results: dict[str, Result], progress: Progress | None, limits: Limits,
-           deadline: float) -> str:
+           deadline: float, stop: threading.Event | None = None) -> str:
     """Follow the child until it exits; return why it had to be killed ("" if it was not)."""
     started = time.monotonic()
     while True:
@@ -240,6 +314,8 @@ def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
             _apply(child, record, results, progress)
         if exited:
             return ""
+        if stop is not None and stop.is_set():
+            return "the grading was stopped"
         now = time.monotonic()
         if now >= deadline:
             return f"the run exceeded its wall limit of {limits.wall:g} s"
@@ -279,6 +355,59 @@ def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
     (work / _HIDDEN_DIR).mkdir()
     for path in exercise.hidden_files:
         shutil.copyfile(path, work / _HIDDEN_DIR / path.name)
+    compiled = _compiled(exercise)
+    if compiled:
+        (work / _COMPILED).write_bytes(compiled)
+
+
+_compiled_once: dict[str, bytes] = {}
+_compiling = threading.Lock()
+
+
+def _compiled(exercise: Exercise) -> bytes:
+    """The exercise's test modules compiled as each child would compile them (pytest's assertion
+    rewriting included), marshalled; b"" when they cannot be had, and each child compiles its own.
+
+    Rewriting and compiling job_api's eight test files costs a child about 0.15 s, in every child
+    of every grading. Here a process that runs no submission (`python -I plugin.py --compile`)
+    does it once per version of the files, Python and pytest, cached in `.grader/code/`; a child
+    runs a module's code only if it was compiled from the very bytes that child read.
+    """
+    plugin = Path(__file__).with_name("plugin.py")
+    files = [p for p in (exercise.visible_tests, *exercise.hidden_files) if p.suffix == ".py"]
+    try:
+        digest = hashlib.sha256(f"{sys.version}|{importlib.metadata.version('pytest')}".encode())
+        for path in (plugin, *files):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except (OSError, importlib.metadata.PackageNotFoundError):
+        return b""
+    cache = _CODE_CACHE / f"{exercise.name}-{digest.hexdigest()[:16]}.marshal"
+    with _compiling:
+        if cache.name in _compiled_once:
+            return _compiled_once[cache.name]
+        try:
+            compiled = cache.read_bytes()
+        except OSError:
+            compiled = _compile_tests(plugin, files, cache)
+        _compiled_once[cache.name] = compiled
+        return compiled
+
+
+def _compile_tests(plugin: Path, files: list[Path], cache: Path) -> bytes:
+    try:
+        done = subprocess.run([sys.executable, "-I", str(plugin), "--compile", *map(str, files)],
+                              stdin=subprocess.DEVNULL, capture_output=True, check=True,
+                              timeout=_COMPILE_LIMIT)
+    except (OSError, subprocess.SubprocessError):
+        return b""
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        for stale in cache.parent.glob(f"{cache.name.rsplit('-', 1)[0]}-*.marshal"):
+            stale.unlink(missing_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(done.stdout)
+        partial.replace(cache)  # readers see the whole file or none
+    return done.stdout
 
 
 def environ() -> dict[str, str]:

@@ -7,14 +7,22 @@ few checks so the suite stays fast.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import marshal
+import os
+import signal
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from grading import _boot, forkserver, isolation
-from tests.helpers import EXERCISES, ROOT, caught_by, mutant_file, run_grader
+from grading import _boot, diagnose, forkserver, isolation, sandbox
+from grading.results import Check, Result
+from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, mutant_file, run_grader
 
 _REFERENCE = (ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
 # Three checks: the first and last call available(), the middle one calls try_acquire(2.5).
@@ -206,3 +214,128 @@ def test_what_every_child_imports_is_compiled_outside_the_sandbox() -> None:
     forkserver.compile_preloads()
     missing = forkserver._uncompiled(_boot.preloads())
     assert not missing, f"no bytecode for {missing}: every run compiles them from source"
+
+
+# --- one grading, two children -------------------------------------------------------------------
+
+
+def test_a_grading_is_split_the_same_way_whatever_the_machine() -> None:
+    checks = list(checks_of("job_api"))
+    pending = [Result(c) for c in checks]
+    shards = sandbox._deal(pending, 2)
+    ids = [[r.check.id for r in shard] for shard in shards]
+    assert sorted(i for shard in ids for i in shard) == sorted(c.id for c in checks)
+    order = {c.id: n for n, c in enumerate(checks)}
+    assert all(shard == sorted(shard, key=order.__getitem__) for shard in ids), \
+        "a shard should run its checks in collection order"
+    loads = [sum(r.check.cost for r in shard) for shard in shards]
+    assert max(loads) - min(loads) <= max(c.cost for c in checks), loads
+    again = [[r.check.id for r in shard] for shard in sandbox._deal([Result(c) for c in checks], 2)]
+    assert again == ids
+    few = [Result(Check(f"hidden::test_{n}", f"test_{n}", "hidden", "rules", 1, 10.0))
+           for n in range(3)]
+    assert [len(s) for s in sandbox._deal(few, 1)] == [3]
+
+
+def test_checks_are_dealt_by_what_they_cost_the_reference() -> None:
+    """Two children finish together: the costliest checks spread out, and a check the stored
+    costs do not know (one added since the last refresh) weighs the median of the others."""
+    ours = [Check(f"hidden::test_{n}", f"test_{n}", "hidden", "correctness", 1, 10.0)
+            for n in range(6)]
+    costs = {"hidden::test_0": 3.0, "hidden::test_1": 2.0, "hidden::test_2": 0.5,
+             "hidden::test_3": 0.5, "hidden::test_4": 1.0}
+    weighed = sandbox.with_costs(ours, costs)
+    assert [c.cost for c in weighed] == [3.0, 2.0, 0.5, 0.5, 1.0, 1.0]
+    dealt = sandbox._deal([Result(c) for c in weighed], 2)
+    assert [[r.check.id[-6:] for r in shard] for shard in dealt] == [
+        ["test_0", "test_5"], ["test_1", "test_2", "test_3", "test_4"]]  # 4.0 and 4.0
+    assert [c.cost for c in sandbox.with_costs(ours, {})] == [10.0] * 6  # nothing stored
+    for exercise in EXERCISES:
+        stored = diagnose.costs(exercise)
+        known = {c.id for c in checks_of(exercise.name)}
+        assert stored.keys() == known, (
+            f"{exercise.name}'s stored costs are not for the checks it has: run "
+            f"`uv run python -m grading.diagnose refresh {exercise.name}`")
+
+
+def test_ctrl_c_ends_the_grading_and_every_child_it_started(tmp_path: Path) -> None:
+    """A submission whose every call hangs, graded on every check (so in two children at once);
+    Ctrl-C part-way: the grader says so, exits 130 at once and leaves no process behind."""
+    sub = _submission(tmp_path, "        amount = _request(tokens, self._capacity)\n",
+                      "        while True:\n            time.sleep(0.05)\n")
+    assert len(checks_of("token_bucket")) >= 2 * sandbox._SHARD_MIN
+    key, value = "KATA_CTRL_C_TEST", str(os.getpid())
+    mark = f"{key}={value}"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "grader.py"), "token_bucket",
+                             "--no-mypy", "--submission", str(sub), "--timeout", "60"],
+                            cwd=ROOT, env={**sandbox.environ(), key: value},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_marked(mark)) < 4 and time.monotonic() < deadline:  # grader, server, 2 children
+            time.sleep(0.1)
+        assert len(_marked(mark)) >= 4, f"two children never started: {_marked(mark)}"
+        time.sleep(1.5)  # both children well into checks that hang
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert err.strip().splitlines()[-1] == "grader: interrupted" and "Traceback" not in err
+    deadline = time.monotonic() + 5
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _marked(mark), f"processes left behind: {_marked(mark)}"
+
+
+def _marked(mark: str) -> list[str]:
+    """Running processes whose environment (as they started with it) holds `mark`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark.encode() in (proc / "environ").read_bytes().split(
+                    b"\0"):
+                found.append(f"{proc.name}: {(proc / 'cmdline').read_bytes()!r}")
+        except OSError:
+            continue
+    return found
+
+
+# --- test modules compiled once, by the grader ---------------------------------------------------
+
+
+def test_every_test_module_is_compiled_once_by_the_grader() -> None:
+    """No child rewrites and compiles the test files itself: the grader hands each one all of
+    its exercise's test modules compiled (none left out for a warning or an error)."""
+    for exercise in EXERCISES:
+        compiled = marshal.loads(sandbox._compiled(exercise))
+        files = [exercise.visible_tests, *exercise.hidden_files]
+        assert compiled.keys() == {p.stem for p in files if p.suffix == ".py"}, exercise.name
+        for path in files:
+            if path.suffix == ".py":
+                assert compiled[path.stem][0] == hashlib.sha256(path.read_bytes()).digest()
+
+
+def test_a_child_runs_compiled_code_only_for_the_source_it_read(tmp_path: Path) -> None:
+    """A module's compiled code is run only when it was compiled from the very bytes the child
+    read; for any other source the child compiles the file itself."""
+    source = b"def test_x() -> None:\n    assert 1 + 1 == 2\n"
+    other = compile("def test_x():\n    assert False, 'the compiled copy ran'\n", "x", "exec")
+    lib = sandbox._library(tmp_path, sandbox.Limits())
+    for label, digest, expected in (("matching", hashlib.sha256(source).digest(), "failed"),
+                                    ("stale", hashlib.sha256(b"older").digest(), "passed")):
+        work = tmp_path / label
+        work.mkdir()
+        (work / "test_x.py").write_bytes(source)
+        (work / sandbox._COMPILED).write_bytes(marshal.dumps({"test_x": (digest, other)}))
+        channel = tmp_path / f"{label}.jsonl"
+        config = {"mode": "run", "token": label, "channel": str(channel),
+                  "submission": str(work / "x.py")}
+        subprocess.run([sys.executable, "-m", "pytest", "-c", str(lib / "pytest.ini"),
+                        "--rootdir", str(work), "-p", "_kata_grading_plugin", "-p",
+                        "no:cacheprovider", "-q", "test_x.py"],
+                       check=False, cwd=work, env=sandbox._child_env(lib, tmp_path),
+                       input=json.dumps(config).encode(), capture_output=True, timeout=60)
+        records = [json.loads(line) for line in channel.read_text().splitlines() if line]
+        outcome = [r for r in records if r.get("ev") == "result"]
+        assert [r["status"] for r in outcome] == [expected], (label, records)
