@@ -361,7 +361,8 @@ def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
 
 
 _compiled_once: dict[str, bytes] = {}
-_compiling = threading.Lock()
+_compiling: dict[str, threading.Lock] = {}  # one per exercise: others need not wait for it
+_compiling_lock = threading.Lock()
 
 
 def _compiled(exercise: Exercise) -> bytes:
@@ -382,7 +383,9 @@ def _compiled(exercise: Exercise) -> bytes:
     except (OSError, importlib.metadata.PackageNotFoundError):
         return b""
     cache = _CODE_CACHE / f"{exercise.name}-{digest.hexdigest()[:16]}.marshal"
-    with _compiling:
+    with _compiling_lock:
+        lock = _compiling.setdefault(exercise.name, threading.Lock())
+    with lock:
         if cache.name in _compiled_once:
             return _compiled_once[cache.name]
         try:
