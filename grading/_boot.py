@@ -110,6 +110,16 @@ def unicode_tables(home: str) -> None:
         set_hypothesis_home_dir(None)
 
 
+def local_constants() -> None:
+    """Let hypothesis look over every module loaded so far for its program's constants (which it
+    mixes into what it draws), as it does on a child's first draw: each child then looks only at
+    the modules it imported itself, not again at the server's thousand (a quarter of a small
+    grading's child). The constants come out the same: what it finds is a union."""
+    from hypothesis.internal.conjecture import providers
+
+    providers._get_local_constants()
+
+
 def preloads(libraries: frozenset[str] | None = None) -> tuple[str, ...]:
     """The modules the fork server loads for exercises importing `libraries` (None: all)."""
     names = [*_COMMON]
@@ -140,6 +150,8 @@ def serve(control: socket.socket, tables: str = "",
     if tables:
         with contextlib.suppress(Exception):
             unicode_tables(tables)
+    with contextlib.suppress(Exception):  # a hypothesis without it: each child looks itself
+        local_constants()
     if threading.active_count() != 1:
         return  # forking a process with threads is unsafe: the grader falls back to exec
     gc.freeze()  # children's collections skip what was imported here (and do not copy it)
