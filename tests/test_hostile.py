@@ -332,7 +332,12 @@ def test_attack_never_breaks_the_grader(name: str) -> None:
     assert v.completed.code in (0, 1), f"exit {v.completed.code}: {v.completed.stderr[-2000:]}"
     assert "Traceback" not in v.completed.stderr, v.completed.stderr[-2000:]
     wall = _WALL_OF.get(name.split("@", maxsplit=1)[0], _WALL)
-    assert v.seconds < wall + 20, f"the run took {v.seconds:.0f} s (wall limit {wall:g} s)"
+    # Each submission's run, as the grader timed it: the wall limit holds it, whatever the load
+    # while the grader started (the process as a whole is held to wall + 60 s by run_grader).
+    for graded in v.grades:
+        assert graded["duration"] < wall + 10, (
+            f"grading {graded['submission']} took {graded['duration']:.0f} s "
+            f"(wall limit {wall:g} s; the whole grader {v.seconds:.0f} s)")
     assert not v.leftovers, f"processes left behind: {v.leftovers}"
     checks = v.grade["checks"]
     every = name.split("@", maxsplit=1)[0] in _EVERY_CHECK
