@@ -120,12 +120,13 @@ def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
     checks dealt by those times), and store both."""
     from grading import sandbox  # not at the top: the parent of a plain grading skips this
 
+    checks = sandbox.collect(exercise)
     seconds: dict[str, list[float]] = {}
     for _ in range(_COST_ROUNDS):  # one at a time: the figures are for a grading alone
-        for result in sandbox.grade(exercise, exercise.solution, sandbox.collect(exercise)):
+        for result in sandbox.grade(exercise, exercise.solution, checks):
             seconds.setdefault(result.check.id, []).append(result.duration)
     measured = {cid: round(statistics.median(times), 3) for cid, times in sorted(seconds.items())}
-    checks = sandbox.with_costs(sandbox.collect(exercise), measured)
+    checks = sandbox.with_costs(checks, measured)
     all_mutants = mutants.of(exercise)
 
     def signature(mutant: mutants.Mutant) -> tuple[mutants.Mutant, list[str]]:

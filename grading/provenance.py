@@ -27,7 +27,7 @@ def of(exercise: catalog.Exercise) -> dict[str, Any]:
         "commit": _commit(),
         "checks_sha256": checks_digest(exercise),
         "python": platform.python_version(),
-        "packages": _versions(),
+        "packages": versions(),
         "hypothesis_profile": PROFILE,
     }
 
@@ -62,7 +62,8 @@ def _commit() -> str:
 
 
 @cache
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
+    """The versions of the packages that decide a grade (read once a process)."""
     found = {}
     for name in _PACKAGES:
         try:

@@ -20,9 +20,7 @@ everywhere.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import re
@@ -42,14 +40,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from grading import diagnose, forkserver, isolation
+from grading import diagnose, forkserver, isolation, testcode
 from grading.catalog import ROOT, Exercise
 from grading.results import Check, Result
 
 CACHE = ROOT / ".grader" / "checks"
-_CODE_CACHE = ROOT / ".grader" / "code"
-_COMPILED = ".kata-tests.marshal"  # the compiled test modules in a work directory (plugin.py)
-_COMPILE_LIMIT = 60.0  # seconds for compiling an exercise's test modules
 _PLUGIN = "_kata_grading_plugin"
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
 _GRACE = 5.0  # seconds past a check's own timeout before the watchdog kills the child
@@ -356,67 +351,9 @@ def _lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
     (work / _HIDDEN_DIR).mkdir()
     for path in exercise.hidden_files:
         shutil.copyfile(path, work / _HIDDEN_DIR / path.name)
-    compiled = _compiled(exercise)
+    compiled = testcode.compiled(exercise)
     if compiled:
-        (work / _COMPILED).write_bytes(compiled)
-
-
-_compiled_once: dict[str, bytes] = {}
-_compiling: dict[str, threading.Lock] = {}  # one per exercise: others need not wait for it
-_compiling_lock = threading.Lock()
-
-
-def _compiled(exercise: Exercise) -> bytes:
-    """The exercise's test modules compiled as each child would compile them (pytest's assertion
-    rewriting included), marshalled; b"" when they cannot be had, and each child compiles its own.
-
-    Rewriting and compiling job_api's eight test files costs a child about 0.15 s, in every child
-    of every grading. Here a process that runs no submission (`python -I plugin.py --compile`)
-    does it once per version of the files, Python and pytest, cached in `.grader/code/`; a child
-    runs a module's code only if it was compiled from the very bytes that child read.
-    """
-    plugin = Path(__file__).with_name("plugin.py")
-    files = [p for p in (exercise.visible_tests, *exercise.hidden_files) if p.suffix == ".py"]
-    try:
-        digest = hashlib.sha256(f"{sys.version}|{_pytest_version()}".encode())
-        for path in (plugin, *files):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    except (OSError, importlib.metadata.PackageNotFoundError):
-        return b""
-    cache = _CODE_CACHE / f"{exercise.name}-{digest.hexdigest()[:16]}.marshal"
-    with _compiling_lock:
-        lock = _compiling.setdefault(exercise.name, threading.Lock())
-    with lock:
-        if cache.name in _compiled_once:
-            return _compiled_once[cache.name]
-        try:
-            compiled = cache.read_bytes()
-        except OSError:
-            compiled = _compile_tests(plugin, files, cache)
-        _compiled_once[cache.name] = compiled
-        return compiled
-
-
-@functools.cache
-def _pytest_version() -> str:
-    return importlib.metadata.version("pytest")  # reads its METADATA: 15 ms, once a process
-
-
-def _compile_tests(plugin: Path, files: list[Path], cache: Path) -> bytes:
-    try:
-        done = subprocess.run([sys.executable, "-I", str(plugin), "--compile", *map(str, files)],
-                              stdin=subprocess.DEVNULL, capture_output=True, check=True,
-                              timeout=_COMPILE_LIMIT)
-    except (OSError, subprocess.SubprocessError):
-        return b""
-    with contextlib.suppress(OSError):
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        for stale in cache.parent.glob(f"{cache.name.rsplit('-', 1)[0]}-*.marshal"):
-            stale.unlink(missing_ok=True)
-        partial = cache.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(done.stdout)
-        partial.replace(cache)  # readers see the whole file or none
-    return done.stdout
+        (work / testcode.FILENAME).write_bytes(compiled)
 
 
 def environ() -> dict[str, str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from grading import _boot, diagnose, forkserver, isolation, sandbox
+from grading import _boot, diagnose, forkserver, isolation, sandbox, testcode
 from grading.results import Check, Result
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, mutant_file, run_grader
 
@@ -308,7 +308,7 @@ def test_every_test_module_is_compiled_once_by_the_grader() -> None:
     """No child rewrites and compiles the test files itself: the grader hands each one all of
     its exercise's test modules compiled (none left out for a warning or an error)."""
     for exercise in EXERCISES:
-        compiled = marshal.loads(sandbox._compiled(exercise))
+        compiled = marshal.loads(testcode.compiled(exercise))
         files = [exercise.visible_tests, *exercise.hidden_files]
         assert compiled.keys() == {p.stem for p in files if p.suffix == ".py"}, exercise.name
         for path in files:
@@ -327,7 +327,7 @@ def test_a_child_runs_compiled_code_only_for_the_source_it_read(tmp_path: Path) 
         work = tmp_path / label
         work.mkdir()
         (work / "test_x.py").write_bytes(source)
-        (work / sandbox._COMPILED).write_bytes(marshal.dumps({"test_x": (digest, other)}))
+        (work / testcode.FILENAME).write_bytes(marshal.dumps({"test_x": (digest, other)}))
         channel = tmp_path / f"{label}.jsonl"
         config = {"mode": "run", "token": label, "channel": str(channel),
                   "submission": str(work / "x.py")}
