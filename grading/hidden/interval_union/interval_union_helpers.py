@@ -6,6 +6,8 @@ import gc
 import math
 import random
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import pairwise
@@ -195,14 +197,40 @@ def _fine(clock: Callable[[], float]) -> bool:
 _CLOCK = time.thread_time if all(_fine(time.thread_time) for _ in range(5)) else time.perf_counter
 
 
-def _cpu_seconds(call: Callable[[], object]) -> float:
+class _OverBudget(BaseException):  # not an Exception: a submission's `except` lets it by
+    pass
+
+
+def _stop(_signum: int, _frame: object) -> None:
+    raise _OverBudget
+
+
+def _cpu_seconds(call: Callable[[], object], budget: float = math.inf) -> float:
+    """This thread's CPU seconds for `call`; a call still running after `budget` CPU seconds is
+    stopped there and counts as `inf`: it is slower than the budget, which is all a growth check
+    needs to know (a quadratic answer's large run then costs the limit, not its whole time)."""
+    timed = (0 < budget < math.inf and hasattr(signal, "setitimer")
+             and threading.current_thread() is threading.main_thread())
+    before = signal.signal(signal.SIGPROF, _stop) if timed else None
     gc.disable()  # a collection would land in whichever run crosses a threshold
+    began = _CLOCK()
     try:
-        began = _CLOCK()
-        call()
+        try:
+            if timed:  # the process's CPU time: at least this thread's
+                signal.setitimer(signal.ITIMER_PROF, budget)
+            call()
+        finally:
+            if timed:
+                signal.setitimer(signal.ITIMER_PROF, 0)
         return _CLOCK() - began
+    except _OverBudget:
+        # Stopped: by this thread's own time, or (inconclusive, so not counted as a fast run
+        # either) by the CPU time of other threads the call left running.
+        return math.inf
     finally:
         gc.enable()
+        if timed:
+            signal.signal(signal.SIGPROF, before)
 
 
 def growth(run: Callable[[Busy], object], make: Callable[[int], Busy] = spread,
@@ -210,14 +238,20 @@ def growth(run: Callable[[Busy], object], make: Callable[[int], Busy] = spread,
     """Best CPU time at 16n over best at n, in alternating rounds until a large run is fast.
 
     Noise only adds time, so the best run is the honest figure, and only an answer whose
-    every large run is slow fails.
+    every large run is slow fails. A large run is stopped once it is slow (`LIMIT` times the
+    best small run): the ratio is then `inf`, meaning "over the limit".
     """
     few, many = make(small), make(small * GROWTH)
     run(few)  # warm up
     base = best = math.inf
     for _ in range(ROUNDS):
         base = min(base, *(_cpu_seconds(lambda: run(few)) for _ in range(5)))
-        best = min(best, _cpu_seconds(lambda: run(many)))
+        best = min(best, _cpu_seconds(lambda: run(many), LIMIT * base))
         if best < LIMIT * base:
             break
     return best / base
+
+
+def times(ratio: float) -> str:
+    """A growth ratio as a failure message shows it."""
+    return f"over {LIMIT:.0f}x" if math.isinf(ratio) else f"{ratio:.0f}x"

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 from interval_union import coverage, merge
-from interval_union_helpers import GROWTH, LIMIT, ORDERED_SMALL, SMALL, everything, growth, in_order
+from interval_union_helpers import (
+    GROWTH,
+    LIMIT,
+    ORDERED_SMALL,
+    SMALL,
+    everything,
+    growth,
+    in_order,
+    times,
+)
 
 pytestmark = [pytest.mark.category("performance"),
               pytest.mark.timeout(90)]  # a quadratic answer takes several seconds to fail
@@ -15,7 +24,7 @@ def test_coverage_time_grows_like_n_log_n() -> None:
     """coverage scales like sorting: 16x the intervals takes far less than 256x the time."""
     ratio = growth(lambda busy: coverage(busy, 3))
     assert ratio < LIMIT, (
-        f"coverage on {SMALL * GROWTH} intervals took {ratio:.0f}x the time of {SMALL}: "
+        f"coverage on {SMALL * GROWTH} intervals took {times(ratio)} the time of {SMALL}: "
         f"expected about {GROWTH}x (sort, then sweep once); that is quadratic growth"
     )
 
@@ -25,7 +34,7 @@ def test_merge_time_grows_like_n_log_n() -> None:
     """merge scales like sorting: 16x the intervals takes far less than 256x the time."""
     ratio = growth(lambda busy: merge(everything(busy)))
     assert ratio < LIMIT, (
-        f"merge of {SMALL * GROWTH} intervals took {ratio:.0f}x the time of {SMALL}: "
+        f"merge of {SMALL * GROWTH} intervals took {times(ratio)} the time of {SMALL}: "
         f"expected about {GROWTH}x (sort, then scan once); that is quadratic growth"
     )
 
@@ -34,7 +43,7 @@ def test_merge_time_grows_like_n_log_n_on_ordered_input() -> None:
     """merge of a trace already in order: 16x the intervals takes far less than 256x the time."""
     ratio = growth(lambda busy: merge(busy["gpu-0"]), in_order, ORDERED_SMALL)
     assert ratio < LIMIT, (
-        f"merge of {ORDERED_SMALL * GROWTH} intervals in order took {ratio:.0f}x the time of "
+        f"merge of {ORDERED_SMALL * GROWTH} intervals in order took {times(ratio)} the time of "
         f"{ORDERED_SMALL}: expected about {GROWTH}x; that is quadratic growth (a step that "
         "costs O(n) per interval, such as list.pop(0) or inserting at the front)"
     )
