@@ -22,6 +22,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import queue
 import select
 import shutil
 import signal
@@ -30,9 +31,10 @@ import subprocess
 import sys
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from grading import _boot, catalog, isolation
 
@@ -44,6 +46,7 @@ _FORK_LIMIT = 5.0  # seconds for a fork to report its pid (it takes milliseconds
 # server never does, and the run then falls back to exec)
 _STARTS = 3  # servers that fail to start before the grader stops trying
 _WAIT_LIMIT = 10.0  # seconds to hear a killed child's exit status before giving up on it
+_T = TypeVar("_T")
 LOST = 1 << 16  # the exit status of a child whose monitor was killed: no real status is this
 
 
@@ -95,6 +98,43 @@ class _Forked:
         self._report.close()
 
 
+class _Launcher:
+    """Starts fork servers from one thread that lives as long as the grader.
+
+    bubblewrap's `--die-with-parent` (PR_SET_PDEATHSIG) kills the sandbox when the *thread* that
+    started it ends, not the process. A server started by a shard's worker thread died with that
+    thread, at the end of its grading, and took with it the monitor of every child then running
+    (their checks "crashed", blamed on the submission).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def call(self, start: Callable[[], _T]) -> _T:
+        """`start()`, called in the launcher's thread; its result, or what it raised."""
+        done: Future[_T] = Future()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="fork-server-launcher",
+                                                daemon=True)
+                self._thread.start()
+        self._jobs.put((start, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            start, done = self._jobs.get()
+            try:
+                done.set_result(start())
+            except BaseException as exc:  # handed to the caller, which raises it
+                done.set_exception(exc)
+
+
+_LAUNCHER = _Launcher()
+
+
 class _Server:
     def __init__(self, env: dict[str, str], libraries: frozenset[str] | None) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -105,13 +145,13 @@ class _Server:
         shutil.copyfile(_BOOT, boot)
         tables = _unicode_tables(runs, env)
         wanted = "*" if libraries is None else ",".join(sorted(libraries))
+        argv = isolation.wrap([sys.executable, "-P", str(boot), "--serve",
+                               str(theirs.fileno()), tables, wanted])
         with theirs:
-            self._proc = subprocess.Popen(
-                isolation.wrap([sys.executable, "-P", str(boot), "--serve",
-                                str(theirs.fileno()), tables, wanted]),
-                pass_fds=[theirs.fileno()], env=env, cwd=runs,
+            self._proc = _LAUNCHER.call(lambda: subprocess.Popen(
+                argv, pass_fds=[theirs.fileno()], env=env, cwd=runs,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True))
         self._sock = ours
         self._lock = threading.Lock()
         try:

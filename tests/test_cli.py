@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -206,6 +207,24 @@ def test_a_fork_server_loads_only_the_libraries_its_exercises_import() -> None:
     assert forkserver.libraries_of(EXERCISES) >= web | {"trio"}
     assert "schemathesis" not in _boot.preloads(frozenset({"anyio"}))
     assert "schemathesis.specs.openapi.schemas" in _boot.preloads(web)
+
+
+@pytest.mark.skipif(isolation.mode() != "bwrap",
+                    reason="only bubblewrap's sandbox dies with the thread that started it")
+def test_a_fork_server_outlives_the_thread_that_started_it() -> None:
+    """A grading's worker thread may be the first to need the server, and it ends with that
+    grading: the server, and every child then running in it, must not end with the thread."""
+    started: list[forkserver._Server] = []
+    thread = threading.Thread(target=lambda: started.append(
+        forkserver._Server(sandbox._child_env(None, None), frozenset())))
+    thread.start()
+    thread.join()
+    server = started[0]
+    try:
+        time.sleep(0.5)  # the signal of a parent's death lands at once
+        assert server.alive(), "the fork server died with the thread that started it"
+    finally:
+        server.close(monitors=True)
 
 
 @pytest.mark.skipif(isolation.mode() != "bwrap",
