@@ -20,10 +20,10 @@ def test_a_new_bucket_is_full() -> None:
     assert bucket.try_acquire(7) == Decision(True, 0.0)
 
 
-# A handful of calls each: 2 s is a thousand times what they need, and an answer stuck in one
-# (a refill capped below the request, searched for a wait that never comes) costs 2 s, not 10.
+# A handful of calls each: 1 s is hundreds of times what they need, and an answer stuck in one
+# (a refill capped below the request, searched for a wait that never comes) costs 1 s, not 10.
 @pytest.mark.points(2)
-@pytest.mark.timeout(2)
+@pytest.mark.timeout(1)
 def test_refill_is_rate_per_second_and_capped_at_capacity() -> None:
     """Refill adds rate * elapsed and stops at capacity (capacity and rate are not conflated)."""
     bucket, clock = make_bucket(capacity=10, rate=2)
@@ -37,7 +37,7 @@ def test_refill_is_rate_per_second_and_capped_at_capacity() -> None:
 
 
 @pytest.mark.points(4)
-@pytest.mark.timeout(2)
+@pytest.mark.timeout(1)
 def test_try_acquire_caps_the_refill_at_capacity() -> None:
     """try_acquire alone: a long idle refills to capacity and no further, a short one refills
     rate * elapsed (capacity and rate are not conflated)."""
