@@ -270,7 +270,7 @@ def _child(request: dict[str, Any], stdin_fd: int, out_fd: int, started: int) ->
         os.environ.update(request["env"])
         tempfile.tempdir = None  # read TMPDIR afresh
         extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
-        sys.path[:0] = [request["cwd"], *extra]  # as `python -m` with PYTHONPATH set would
+        sys.path[:0] = extra  # as `python -P -m` with PYTHONPATH set would: lib, then work
         importlib.invalidate_caches()
         _set_limits(request["limits"])
         import pytest
@@ -305,7 +305,9 @@ def main() -> None:
         unicode_tables(sys.argv[2])
         return
     _set_limits(json.loads(sys.argv[1]))
-    os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+    # -P: the working directory is on the path only where PYTHONPATH puts it (after the plugin's
+    # folder), as in a child of the fork server.
+    os.execv(sys.executable, [sys.executable, "-P", *sys.argv[2:]])
 
 
 if __name__ == "__main__":

@@ -101,8 +101,16 @@ def runs_dir() -> Path:
     with _state.lock:
         if _state.runs is None:
             _state.runs = Path(tempfile.mkdtemp(prefix="kata-grader-"))
+            (_state.runs / LIB).mkdir()
             atexit.register(shutil.rmtree, _state.runs, True)
         return _state.runs
+
+
+# The folder of runs' subfolder for what children load and must not change (the grading plugin,
+# the boot script, pytest's configuration): the grader writes it, and under bubblewrap children
+# see it read-only. Otherwise a child could rewrite the plugin that the next child of the same
+# grading loads (one started again after a crash) and have it report every check passed.
+LIB = "lib"
 
 
 def wrap(argv: list[str]) -> list[str]:
@@ -120,6 +128,8 @@ def _bwrap(writable: Path) -> list[str]:
         if not prefix.startswith(("/usr/", "/bin", "/lib")):
             args += ["--ro-bind", prefix, prefix]
     args += ["--bind", str(writable), str(writable)]
+    if (writable / LIB).is_dir():
+        args += ["--ro-bind", str(writable / LIB), str(writable / LIB)]
     group = cgroup_base()
     if group is not None:
         args += ["--bind", str(group), str(group)]

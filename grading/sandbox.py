@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from grading import diagnose, forkserver, isolation, testcode
 from grading.catalog import ROOT, Exercise
@@ -153,7 +153,7 @@ def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
 
     attempt = 0
     with tempfile.TemporaryDirectory(prefix="run-", dir=isolation.runs_dir()) as tmp:
-        _library(Path(tmp), limits)  # made once, before children start at once
+        _library(limits)  # made once, before children start at once
         for _ in range(len(results) + 1):
             pending = [r for r in results.values() if r.status == "pending"]
             if not pending:
@@ -214,13 +214,18 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                results: dict[str, Result], progress: Progress | None,
                stop: threading.Event | None = None) -> _Child:
     """One child process: start it, watch it, and settle what it left unreported."""
-    lib = _library(tmp, limits)
-    work = tmp / f"work-{attempt}"  # fresh each time: nothing the last child wrote survives
+    lib, ini = _library(limits)
+    # A folder of its own, under a name no child can guess before it exists (children share the
+    # folder of runs: one could plant a file, or a link to a file of the grader's, where the next
+    # would go). Nothing the last child wrote survives into it.
+    place = Path(tempfile.mkdtemp(prefix=f"child-{attempt}-", dir=tmp))
+    work = place / "work"
+    channel, output = place / "channel.jsonl", place / "output.txt"
+    token = secrets.token_hex(16)
+    out_fd = _new_file(output, os.O_RDWR)  # read back through this descriptor, never the path
+    reader = _ChannelReader(_new_file(channel, os.O_RDONLY), token)
     work.mkdir()
     _lay_out(work, exercise, submission)
-    channel, output = tmp / f"channel-{attempt}.jsonl", tmp / f"output-{attempt}.txt"
-    channel.touch()
-    token = secrets.token_hex(16)
     cgroup = isolation.new_run_cgroup()
     rlimits: dict[str, Any] = {"memory": limits.memory, "file_size": limits.file_size,
                                "open_files": limits.open_files,
@@ -230,7 +235,7 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     # --tb=line: a failed check's message is the plugin's own, never pytest's traceback, which
     # would cost a failing run ~40 ms (the source of every frame, found by scanning every module
     # the fork server loaded); what a collection error says (its `E` lines) is the same.
-    args = ["-c", str(lib / "pytest.ini"), "--rootdir", str(work), "-p", _PLUGIN,
+    args = ["-c", str(ini), "--rootdir", str(work), "-p", _PLUGIN,
             "-p", "no:cacheprovider", "-p", "no:schemathesis", "-q", "--no-header", "-rN",
             "--tb=line"]
     args.extend(_test_files(exercise, config.get("only"), results))
@@ -238,10 +243,11 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         args.append("--collect-only")
     stdin_read, stdin_write = os.pipe()
     try:
-        with output.open("wb") as out:
-            proc = _start(args, work, lib, tmp, rlimits, stdin_read, out.fileno())
+        proc = _start(args, work, lib, tmp, rlimits, stdin_read, out_fd)
     except BaseException:
         os.close(stdin_write)
+        os.close(out_fd)
+        reader.close()
         raise
     finally:
         os.close(stdin_read)
@@ -251,7 +257,6 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                                 "timeout": limits.timeout,
                                 "submission": str(work / f"{exercise.name}.py")}).encode())
     child = _Child()
-    reader = _ChannelReader(channel, token)
     try:
         killed_for = _watch(proc, reader, child, results, progress, limits, deadline, stop)
     finally:
@@ -260,10 +265,12 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         for record in reader.records():
             _apply(child, record, results, progress)
         reader.close()
+        with open(out_fd, "rb") as out:
+            tail = _tail(out)
     if killed_for:
         _settle(child, results, "timeout", killed_for)
     elif not child.done:
-        _settle(child, results, "crashed", _exit_reason(code, output))
+        _settle(child, results, "crashed", _exit_reason(code, tail))
     elif child.collected is not None:
         missing = [results[i] for i in config.get("only", ()) if i not in child.collected]
         why = (f"the check could not be collected: {child.collect_errors[0]}"
@@ -275,8 +282,9 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
 
 def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str, Any],
            stdin: int, out: int) -> forkserver.Process:
-    """`python -m pytest ARGS` in `work`, in a session of its own, under `rlimits`."""
-    env = _child_env(lib, tmp)
+    """`python -P -m pytest ARGS` in `work`, in a session of its own, under `rlimits`, with
+    `lib` then `work` first on its path."""
+    env = _child_env(lib, tmp, work)
     forked = forkserver.spawn(args, work, env, _child_env(None, None), rlimits, stdin, out)
     if forked is not None:
         return forked
@@ -286,17 +294,29 @@ def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str,
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _library(tmp: Path, limits: Limits) -> Path:
-    """The plugin, the boot script and the pytest configuration, shared by a run's children."""
-    lib = tmp / "lib"
-    if not lib.exists():
-        lib.mkdir()
-        shutil.copyfile(Path(__file__).with_name("plugin.py"), lib / f"{_PLUGIN}.py")
-        shutil.copyfile(Path(__file__).with_name("_boot.py"), lib / "_boot.py")
-        (lib / "pytest.ini").write_text(
-            f"[pytest]\ntimeout = {limits.timeout:g}\ntimeout_method = signal\n"
-            "python_files = test_*.py\n")
-    return lib
+_LIBRARY = threading.Lock()
+
+
+def _library(limits: Limits) -> tuple[Path, Path]:
+    """The folder holding the plugin and the boot script, and the pytest configuration for
+    `limits`: written by the grader into the folder of runs' `lib`, which children under
+    bubblewrap see read-only (see `isolation.LIB`); shared by every child of this process."""
+    lib = isolation.runs_dir() / isolation.LIB
+    ini = lib / f"pytest-{limits.timeout:g}.ini"
+    with _LIBRARY:
+        if not (lib / "_boot.py").is_file():
+            shutil.copyfile(Path(__file__).with_name("plugin.py"), lib / f"{_PLUGIN}.py")
+            shutil.copyfile(Path(__file__).with_name("_boot.py"), lib / "_boot.py")
+        if not ini.is_file():
+            ini.write_text(f"[pytest]\ntimeout = {limits.timeout:g}\ntimeout_method = signal\n"
+                           "python_files = test_*.py\n")
+    return lib, ini
+
+
+def _new_file(path: Path, mode: int) -> int:
+    """A descriptor (`mode`: os.O_RDONLY or os.O_RDWR) on `path`, made here, new and empty:
+    never a file or link that was there before."""
+    return os.open(path, mode | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
 
 def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
@@ -367,7 +387,7 @@ def environ() -> dict[str, str]:
             continue
 
 
-def _child_env(lib: Path | None, tmp: Path | None) -> dict[str, str]:
+def _child_env(lib: Path | None, tmp: Path | None, work: Path | None = None) -> dict[str, str]:
     """The child's environment; without `lib` and `tmp`, the part every child shares."""
     env = {k: v for k, v in environ().items()
            if not k.startswith(("PYTEST_", "PYTHON", "HYPOTHESIS", "COV_", "GRADER_"))}
@@ -375,7 +395,9 @@ def _child_env(lib: Path | None, tmp: Path | None) -> dict[str, str]:
     # hypothesis from source would spend seconds on every run.
     env.update(PYTHONHASHSEED="0", NO_COLOR="1")
     if lib is not None and tmp is not None:
-        env.update(PYTHONPATH=str(lib), TMPDIR=str(tmp))
+        # The plugin is found in `lib` before anything a child could plant in `work`.
+        path = [str(lib), *([str(work)] if work is not None else [])]
+        env.update(PYTHONPATH=os.pathsep.join(path), TMPDIR=str(tmp))
     return env
 
 
@@ -424,7 +446,7 @@ def _settle(child: _Child, results: dict[str, Result], status: str, reason: str)
         _fail(results.values(), status, f"{reason} ({where})")
 
 
-def _exit_reason(code: int | None, output: Path) -> str:
+def _exit_reason(code: int | None, tail: str) -> str:
     if code == forkserver.LOST:
         what = "the process watching the child stopped reporting (killed by the submission?)"
     elif code is not None and code < 0:
@@ -438,15 +460,13 @@ def _exit_reason(code: int | None, output: Path) -> str:
             what += " (CPU time limit)"
     else:
         what = f"the process exited with status {code} (sys.exit, os._exit or a crash)"
-    tail = _tail(output)
     return f"{what}: {tail}" if tail else what
 
 
-def _tail(output: Path, lines: int = 3) -> str:
+def _tail(output: BinaryIO, lines: int = 3) -> str:
     try:
-        with output.open("rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - 1000))
-            text = f.read().decode(errors="replace")
+        output.seek(max(0, output.seek(0, os.SEEK_END) - 1000))
+        text = output.read().decode(errors="replace")
     except OSError:
         return ""
     # pytest's progress characters are noise here; what the process printed last is not.
@@ -469,8 +489,8 @@ def _kill(proc: forkserver.Process) -> int:
 class _ChannelReader:
     """Tails the channel file; yields only whole records carrying this run's token."""
 
-    def __init__(self, path: Path, token: str) -> None:
-        self._file = path.open("rb")
+    def __init__(self, fd: int, token: str) -> None:
+        self._file = open(fd, "rb")  # noqa: SIM115  # closed by `close`
         self._token = token
         self._partial = b""
 

@@ -357,7 +357,7 @@ def test_a_child_runs_compiled_code_only_for_the_source_it_read(tmp_path: Path) 
     read; for any other source the child compiles the file itself."""
     source = b"def test_x() -> None:\n    assert 1 + 1 == 2\n"
     other = compile("def test_x():\n    assert False, 'the compiled copy ran'\n", "x", "exec")
-    lib = sandbox._library(tmp_path, sandbox.Limits())
+    lib, ini = sandbox._library(sandbox.Limits())
     for label, digest, expected in (("matching", hashlib.sha256(source).digest(), "failed"),
                                     ("stale", hashlib.sha256(b"older").digest(), "passed")):
         work = tmp_path / label
@@ -367,7 +367,7 @@ def test_a_child_runs_compiled_code_only_for_the_source_it_read(tmp_path: Path) 
         channel = tmp_path / f"{label}.jsonl"
         config = {"mode": "run", "token": label, "channel": str(channel),
                   "submission": str(work / "x.py")}
-        subprocess.run([sys.executable, "-m", "pytest", "-c", str(lib / "pytest.ini"),
+        subprocess.run([sys.executable, "-m", "pytest", "-c", str(ini),
                         "--rootdir", str(work), "-p", "_kata_grading_plugin", "-p",
                         "no:cacheprovider", "-p", "no:schemathesis", "-q", "test_x.py"],
                        check=False, cwd=work, env=sandbox._child_env(lib, tmp_path),

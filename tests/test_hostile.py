@@ -181,6 +181,21 @@ ATTACKS: dict[str, str] = {
         "        break\n"
         "if _found:\n"
         "    exec(compile(_found.read_text(), 'token_bucket.py', 'exec'), globals())"),
+    # Under bubblewrap: the grading plugin rewritten to pass every check, then a crash in the
+    # first check, so that the grader starts a new child for the others, which loads the plugin.
+    "rewrites_the_grading_plugin": _STUB.replace(_IMPORT, "import os, sys\n"
+        "_path = getattr(sys.modules.get('_kata_grading_plugin'), '__file__', '')\n"
+        "try:\n"
+        "    _text = open(_path).read()\n"
+        "    _forged = '# forged' in _text\n"
+        "    if not _forged:\n"
+        "        open(_path, 'w').write(_text + '\\n# forged\\ndef _outcome(item):\\n'\n"
+        "                               '    return \"passed\", \"\", \"\"\\n')\n"
+        "except OSError:\n"
+        "    _forged = False\n" + _IMPORT, 1).replace(
+        "        raise NotImplementedError(\"TokenBucket.__init__\")",
+        "        if not _forged:\n            os._exit(3)\n"
+        "        raise NotImplementedError(\"TokenBucket.__init__\")", 1),
     # Under bubblewrap: files planted in the repository and the home directory.
     "writes_outside_its_folder": _inject(_IMPORT, "import pathlib\n"
                                          f"for folder in ({str(ROOT)!r}, {str(Path.home())!r}):\n"
@@ -265,7 +280,8 @@ _VERDICTS: dict[str, Future[Verdict]] = {}
 # hold without bubblewrap too.
 _BOTH_MODES = {"forges_every_test_file", "patches_pytest_internals", "fork_storm"}
 # Attacks that only bubblewrap stops: graded with --isolation bwrap, skipped where it cannot run.
-_BWRAP_ONLY = {"finds_the_reference", "writes_outside_its_folder", "connects_to_the_host"}
+_BWRAP_ONLY = {"finds_the_reference", "writes_outside_its_folder", "connects_to_the_host",
+               "rewrites_the_grading_plugin"}
 _BWRAP = isolation.bwrap_problem()
 
 
@@ -358,7 +374,7 @@ _AT_IMPORT = {"os_exit_at_import", "sys_exit_at_import", "fake_success_lines",
               "deletes_test_files", "overwrites_test_files", "writes_a_conftest", "patches_pytest",
               "kills_the_fork_server", "forges_every_test_file", "patches_pytest_internals",
               "forges_every_test_file@none", "patches_pytest_internals@none",
-              "finds_the_reference"}
+              "finds_the_reference", "rewrites_the_grading_plugin"}
 _LOST = {"failed", "timeout", "crashed"}  # where the exact verdict depends on the machine
 _EXPECTED: dict[str, dict[str, set[str]]] = {
     "hang_at_import": {_FIRST: {"timeout"}, _MIDDLE: {"timeout"}, _LAST: {"timeout"}},
