@@ -139,11 +139,10 @@ class _Server:
     def __init__(self, env: dict[str, str], libraries: frozenset[str] | None) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         runs = isolation.runs_dir()
-        # Copied afresh where an isolated server can read them: a child of an earlier server
-        # could have rewritten the old copies, and this one must not run or read what it wrote.
-        boot = runs / "_boot.py"
-        shutil.copyfile(_BOOT, boot)
-        tables = _unicode_tables(runs, env)
+        # Where an isolated server can read them and no child can write (the folder of runs'
+        # `lib`, read-only in the sandbox): the server must not run or read what a child wrote.
+        boot = boot_script()
+        tables = _unicode_tables(runs / isolation.LIB, env)
         wanted = "*" if libraries is None else ",".join(sorted(libraries))
         argv = isolation.wrap([sys.executable, "-P", str(boot), "--serve",
                                str(theirs.fileno()), tables, wanted])
@@ -192,8 +191,21 @@ class _Server:
                 os.killpg(self._proc.pid, signal.SIGKILL)
 
 
-def _unicode_tables(runs: Path, env: dict[str, str]) -> str:
-    """A fresh copy in `runs` of hypothesis's Unicode tables, for the server to load (see
+_BOOT_COPY = threading.Lock()
+
+
+def boot_script() -> Path:
+    """The boot script in the folder of runs' `lib` (copied there once), which servers and
+    children started without one run."""
+    boot = isolation.runs_dir() / isolation.LIB / _BOOT.name
+    with _BOOT_COPY:
+        if not boot.is_file():
+            shutil.copyfile(_BOOT, boot)
+    return boot
+
+
+def _unicode_tables(lib: Path, env: dict[str, str]) -> str:
+    """A fresh copy in `lib` of hypothesis's Unicode tables, for the server to load (see
     `_boot.unicode_tables`); "" if they cannot be had, and the children build them as before.
 
     They are built once per hypothesis and Unicode version into `.grader/unicode/`, by a process
@@ -214,7 +226,7 @@ def _unicode_tables(runs: Path, env: dict[str, str]) -> str:
                 scratch.rename(trusted)
             except OSError:  # another grader built them first
                 shutil.rmtree(scratch, ignore_errors=True)
-        copy = runs / "unicode"
+        copy = lib / "unicode"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(trusted, copy)
     except (OSError, subprocess.SubprocessError, importlib.metadata.PackageNotFoundError):

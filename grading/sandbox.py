@@ -301,12 +301,11 @@ def _library(limits: Limits) -> tuple[Path, Path]:
     """The folder holding the plugin and the boot script, and the pytest configuration for
     `limits`: written by the grader into the folder of runs' `lib`, which children under
     bubblewrap see read-only (see `isolation.LIB`); shared by every child of this process."""
-    lib = isolation.runs_dir() / isolation.LIB
+    lib = forkserver.boot_script().parent
     ini = lib / f"pytest-{limits.timeout:g}.ini"
     with _LIBRARY:
-        if not (lib / "_boot.py").is_file():
+        if not (lib / f"{_PLUGIN}.py").is_file():
             shutil.copyfile(Path(__file__).with_name("plugin.py"), lib / f"{_PLUGIN}.py")
-            shutil.copyfile(Path(__file__).with_name("_boot.py"), lib / "_boot.py")
         if not ini.is_file():
             ini.write_text(f"[pytest]\ntimeout = {limits.timeout:g}\ntimeout_method = signal\n"
                            "python_files = test_*.py\n")
