@@ -103,10 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show failure messages in full")
     parser.add_argument("--no-mypy", action="store_true",
                         help="skip the unscored mypy --strict line")
-    parser.add_argument("--isolation", choices=isolation.MODES, default="auto",
+    parser.add_argument("--isolation", choices=isolation.MODES,
+                        default=os.environ.get(isolation.ENV, "auto"),
                         help="run submissions under bubblewrap (no network, no view of the "
-                             "repository or home), or not; auto: bwrap where it works "
-                             f"(here: {isolation.describe()})")
+                             "repository or home), or not; auto (default): bwrap where it "
+                             f"works, which `grader.py list` reports; ${isolation.ENV} sets "
+                             "the default")
     parser.add_argument("--wall-limit", type=_positive, default=240.0, metavar="SECONDS",
                         help="hard limit for grading one submission (default: 240)")
     parser.add_argument("--timeout", type=_positive, default=10.0, metavar="SECONDS",

@@ -11,6 +11,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from grading import catalog, diagnose, forkserver, isolation, provenance, report, sandbox, state
 from grading.inputs import UsageError, select, submissions
@@ -24,12 +25,11 @@ def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> in
         notice = isolation.choose(args.isolation)
     except isolation.IsolationError as exc:
         raise UsageError(str(exc)) from None
-    if notice:
-        print(notice, file=sys.stderr)
     limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout)
     forkserver.expect(exercises)  # the fork server loads only what these exercises import
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise UsageError(f"cannot write {args.output}: no such folder")
+    before = _read_compare(Path(args.compare)) if args.compare else None
     tasks: list[tuple[catalog.Exercise, Path, list[Check]]] = []
     for exercise in exercises:
         paths = submissions(exercise, args)
@@ -39,6 +39,8 @@ def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> in
         except sandbox.GradingError as exc:
             raise UsageError(str(exc)) from None
         tasks.extend((exercise, path, checks) for path in paths)
+    if notice:  # said once the command line is known to be good: a refusal stays one line
+        print(notice, file=sys.stderr)
     if args.watch:
         if len(tasks) != 1:
             raise UsageError("--watch follows one submission of one exercise")
@@ -52,19 +54,27 @@ def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> in
         for grade in grades:  # a whole grading of a candidate's file: `list` shows it
             state.record(grade)
     _write(grades, args)
-    if args.compare:
-        _compare(grades, Path(args.compare))
+    if before is not None:
+        _compare(grades, Path(args.compare), before)
     return 0 if all(g.passed for g in grades) else 1
 
 
-def _compare(grades: list[Grade], old: Path) -> None:
-    """Each check whose outcome moved since the grading saved in `old` (`--format json`)."""
+def _read_compare(old: Path) -> list[dict[str, Any]]:
+    """The gradings saved in `old` (`--format json`), read before any grading starts."""
     try:
         lines = old.read_text(encoding="utf-8").splitlines()
         before = [json.loads(line) for line in lines if line.strip()]
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read {old} as the grader's --format json output: {exc}") \
             from None
+    if not all(isinstance(b, dict) for b in before):
+        raise UsageError(f"cannot read {old} as the grader's --format json output: "
+                         "a line is not a JSON object")
+    return before
+
+
+def _compare(grades: list[Grade], old: Path, before: list[dict[str, Any]]) -> None:
+    """Each check whose outcome moved since the grading saved in `old` (`--format json`)."""
     out = sys.stderr
     for grade in grades:
         match = next((b for b in before if b.get("exercise") == grade.exercise

@@ -7,13 +7,39 @@ alone at the end."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.helpers import ISOLATION_NOTICE, SUMMARY, cancel_pending, prefetch
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Every grading the suite starts records its score in a file of the session's own, never
+    in the user's `.grader/state.json` (which `grader.py list` reads)."""
+    from grading import state
+
+    place = Path(tempfile.mkdtemp(prefix="kata-suite-state-"))
+    os.environ[state.ENV] = str(place / "state.json")
+    config.add_cleanup(lambda: _remove(place))
+
+
+def _remove(place: Path) -> None:
+    import shutil
+
+    shutil.rmtree(place, ignore_errors=True)
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.option.collectonly:
+        return  # listing the tests starts no grading, type check or attack
+    from grading import forkserver
+
+    # In a fresh environment, compiled once here, before the graders the suite starts at once.
+    forkserver.compile_preloads()
     modules = {item.module for item in items if isinstance(item, pytest.Function)}
     waiting: set[object] = set()
     for module in modules:

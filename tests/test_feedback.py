@@ -185,7 +185,7 @@ def test_list_shows_the_last_grade_of_any_submitted_file(
         capsys: pytest.CaptureFixture[str]) -> None:
     from grading import cli, state
 
-    monkeypatch.setattr(state, "STATE", tmp_path / "state.json")
+    monkeypatch.setenv(state.ENV, str(tmp_path / "state.json"))
     fixed = tmp_path / "alice.py"
     fixed.write_text(_REFERENCE, encoding="utf-8")
     assert cli.main(["token_bucket", "--no-mypy", "--submission", str(fixed)]) == 0

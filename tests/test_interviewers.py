@@ -63,7 +63,7 @@ def test_bundle_visible_tests_run_with_its_readme_command(tmp_path: Path) -> Non
 
 
 def test_hints_come_one_more_each_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(state, "STATE", tmp_path / "state.json")
+    monkeypatch.setenv(state.ENV, str(tmp_path / "state.json"))
     from io import StringIO
 
     from grading import catalog
