@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, forkserver, isolation, mutants, sandbox
+from grading import catalog, isolation, mutants, sandbox
 from grading.results import Check, Result
 
 ROOT = catalog.ROOT
