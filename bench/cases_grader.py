@@ -58,7 +58,7 @@ def _bare_pytest(name: str, tmp: Path) -> float:
     shutil.copyfile(SOLUTIONS / f"{name}.py", work / f"{name}.py")
     shutil.copyfile(ROOT / "exercises" / name / f"test_{name}.py", work / f"test_{name}.py")
     (work / "hidden").mkdir()
-    for path in (ROOT / "grading" / "hidden" / name).glob("*.py"):
+    for path in catalog.Exercise(name).hidden_files:
         shutil.copyfile(path, work / "hidden" / path.name)
     (work / "conftest.py").write_text(_CONFTEST)
     (work / "pytest.ini").write_text(_INI)

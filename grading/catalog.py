@@ -18,6 +18,8 @@ EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
 HIDDEN = Path(__file__).resolve().parent / "hidden"
 MUTANTS = ROOT / "tests" / "mutants"
+# Hidden-check modules every exercise shares (the measuring module), laid beside its own.
+SHARED = (HIDDEN / "kata_measure.py",)
 
 _DIFFICULTY = re.compile(r"^Difficulty:\s*(\w+)\s*·\s*Time:\s*(\d+)\s*minutes", re.MULTILINE)
 
@@ -53,8 +55,10 @@ class Exercise:
 
     @property
     def hidden_files(self) -> list[Path]:
-        """Every Python file of the hidden folder (test files and the helpers module)."""
-        return sorted(self.hidden.glob("*.py")) if self.hidden.is_dir() else []
+        """Every Python file of the hidden folder (test files and the helpers module), then the
+        modules every exercise's checks share (`SHARED`), laid beside them."""
+        own = sorted(self.hidden.glob("*.py")) if self.hidden.is_dir() else []
+        return [*own, *SHARED]
 
     @property
     def solution(self) -> Path:

@@ -12,6 +12,7 @@ record as its own, and which checks to run. It then reports, one JSON line per e
     {"ev": "collect_error"}   a test file that could not be imported (e.g. the submission's
                               syntax error), with the message
     {"ev": "start", "id"}     a check begins
+    {"ev": "figure", ...}     a check measured something: label, figure, limit (margins only)
     {"ev": "result", ...}     a check ends: status, message, hypothesis's falsifying example
     {"ev": "done"}            the session finished
 
@@ -202,6 +203,17 @@ def _emit(record: dict[str, Any]) -> None:
     line = b"\n" + json.dumps(record).encode() + b"\n"
     with contextlib.suppress(OSError):  # if the channel is gone, the parent fails the checks
         os.write(_FD, line)
+
+
+_current: list[str] = []  # the id of the check running now, if any
+
+
+def note_figure(label: str, figure: float, limit: float) -> None:
+    """What a hidden check measured (see `kata_measure`), reported with the check's id: the
+    grader shows it in `python -m grading.margins`; it never changes a score."""
+    if _current:
+        _emit({"ev": "figure", "id": _current[-1], "label": str(label),
+               "figure": float(figure), "limit": float(limit)})
 
 
 def check_id(item: pytest.Item) -> str:
@@ -415,10 +427,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     cid = check_id(item)
     _emit({"ev": "start", "id": cid})
+    _current.append(cid)
     started = time.perf_counter()
     try:
         return (yield)
     finally:
+        _current.remove(cid)
         status, message, falsifying = _outcome(item)
         _emit({"ev": "result", "id": cid, "status": status, "message": message,
                "falsifying": falsifying, "duration": round(time.perf_counter() - started, 4)})

@@ -34,6 +34,9 @@ class Result:
     message: str = ""
     falsifying: str = ""
     duration: float = 0.0
+    # What the check measured, if it measures (see grading/hidden/kata_measure.py): each a
+    # {"label", "figure", "limit"}; shown by `python -m grading.margins`, never scored.
+    figures: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def earned(self) -> float:

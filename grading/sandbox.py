@@ -414,6 +414,13 @@ def _apply(child: _Child, record: dict[str, Any], results: dict[str, Result],
         if progress is not None and child.current in results:
             done = sum(r.status != "pending" for r in results.values())
             progress(done, len(results), results[child.current].check.name)
+    elif ev == "figure":
+        result = results.get(str(record.get("id")))
+        if result is not None and result.status == "pending":
+            with contextlib.suppress(TypeError, ValueError):
+                result.figures.append({"label": str(record.get("label", "")),
+                                       "figure": float(record["figure"]),
+                                       "limit": float(record["limit"])})
     elif ev == "result":
         cid = str(record.get("id"))
         child.current = None

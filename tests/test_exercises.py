@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grading import catalog, diagnose, mutants
+from grading import catalog, diagnose, margins, mutants
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, describe, grade
 
 _SPECS = ROOT.parent / "shared" / "specs"
@@ -31,6 +31,9 @@ def test_reference_earns_full_marks(job: tuple[str, Path, tuple[str, ...]]) -> N
     results = grade(*job)
     failed = [r for r in results if r.status != "passed"]
     assert not failed, f"the reference of {job[0]} fails:\n{describe(failed)}"
+    low = [row for row in margins.rows_of(job[0], "reference", results) if not row.ok]
+    assert not low, ("the reference is within a 2x margin of a measuring check's limit (a "
+                     f"verdict another machine could turn): {low}")
 
 
 @pytest.mark.slow
@@ -72,6 +75,10 @@ def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str
     results = grade(*job)
     survived = [r for r in results if r.status == "passed"]
     assert not survived, f"{mutant.name} survives:\n{describe(survived)}"
+    # Caught by a measurement: then by the margin, so that another machine catches it too.
+    low = [row for row in margins.rows_of(name, mutant.stem, results)
+           if row.figure >= row.limit and not row.ok]
+    assert not low, f"{mutant.name} is caught by less than a 2x margin: {low}"
     assert results, f"no check of {named} was run against {mutant.name}"
     stored = diagnose.stored(catalog.Exercise(name))
     if stored is not None and diagnose.is_current(catalog.Exercise(name)):
@@ -119,7 +126,7 @@ def test_exercise_has_every_part(exercise: catalog.Exercise) -> None:
     assert tests, f"{exercise.name} has no hidden test files in {hidden}/"
     # Module names stay unique across the repository (mypy checks every folder in one pass).
     odd = [p.name for p in exercise.hidden_files
-           if p.name != f"{exercise.name}_helpers.py"
+           if p not in catalog.SHARED and p.name != f"{exercise.name}_helpers.py"
            and not p.name.startswith(f"test_{exercise.name}_")]
     assert not odd, (f"{hidden}/ holds {odd}: name test files test_{exercise.name}_<topic>.py "
                      f"and the helpers module {exercise.name}_helpers.py")
@@ -201,3 +208,13 @@ def test_statement_points_match_the_checks(exercise: catalog.Exercise) -> None:
         actual[check.category] = actual.get(check.category, 0.0) + check.points
     assert stated == actual, (f"{exercise.statement.relative_to(ROOT)} says {stated} under "
                               f"'What is graded'; the checks carry {actual}")
+
+
+def test_the_measuring_module_and_the_margins_report_agree_on_the_margin() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kata_measure", catalog.SHARED[0])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.MARGIN == margins.MARGIN

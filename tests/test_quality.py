@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from grading import catalog
+
 from tests.helpers import EXERCISES, ROOT
 
 
@@ -38,7 +40,7 @@ def start_background() -> None:
         return
     stubs = [str(p.relative_to(ROOT)) for e in EXERCISES for p in (e.stub, e.visible_tests)]
     references = [str(e.solution.relative_to(ROOT)) for e in EXERCISES]
-    hidden = [str(p.relative_to(ROOT)) for e in EXERCISES for p in e.hidden_files]
+    hidden = sorted({str(p.relative_to(ROOT)) for e in EXERCISES for p in e.hidden_files})
     _JOBS["stubs"] = _start("mypy", "--strict", "--cache-dir", ".mypy_cache/stubs",
                             "exercises/conftest.py", *stubs)
     _JOBS["tree"] = _start("mypy", "--strict", "--cache-dir", ".mypy_cache/tree",
@@ -48,7 +50,7 @@ def start_background() -> None:
     # both resolve through MYPYPATH, the references standing in for the submission.
     _JOBS["hidden"] = _start("mypy", "--strict", "--explicit-package-bases", "--cache-dir",
                              ".mypy_cache/hidden", *references, *hidden,
-                             path=[ROOT / "solutions", *(e.hidden for e in EXERCISES)])
+                             path=[ROOT / "solutions", catalog.HIDDEN, *(e.hidden for e in EXERCISES)])
     _JOBS["ruff"] = _start("ruff", "check", ".")
 
 

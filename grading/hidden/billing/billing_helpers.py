@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
 from fractions import Fraction
@@ -180,32 +178,12 @@ def model(records: list[UsageRecord], prices: Mapping[str, Decimal],
     return lines, sorted(why.items()), set(groups) - set(why)
 
 
-# --- Performance: CPU time of this thread, best of several runs ---------------------------------
+# --- Performance: workloads (measured with kata_measure) ------------------------------------
 
 
 def workload(n: int) -> list[UsageRecord]:
     return [UsageRecord(f"id{i}", f"team{i % 7}", ("h100", "a100")[i % 2], 1 + i % 8,
                         P0 + i * SEC, P0 + (i + 3600 + i % 97) * SEC) for i in range(n)]
-
-
-def best(fn: Callable[[], object], repeat: int, budget: float = 1.0) -> float:
-    """Least CPU time of up to `repeat` calls (fewer once `budget` seconds are spent).
-
-    CPU time of this thread, not wall time: other load on a shared machine does not count
-    (and, unlike process time, it stays fine-grained under the sandbox's CPU limit). The garbage
-    collector is paused so that its passes do not land in one measurement only.
-    """
-    gc.collect()
-    gc.disable()
-    try:
-        times: list[float] = []
-        while len(times) < repeat and sum(times) < budget:
-            began = time.thread_time()
-            fn()
-            times.append(time.thread_time() - began)
-        return max(min(times), 1e-6)
-    finally:
-        gc.enable()
 
 
 def read_fields(records: list[UsageRecord]) -> None:

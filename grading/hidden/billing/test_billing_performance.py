@@ -6,8 +6,9 @@ absolute time.
 
 from __future__ import annotations
 
+import kata_measure
 import pytest
-from billing_helpers import best, read_fields, run_of, workload
+from billing_helpers import read_fields, run_of, workload
 
 
 @pytest.mark.category("performance")
@@ -16,10 +17,10 @@ from billing_helpers import best, read_fields, run_of, workload
 def test_time_grows_linearly_with_the_number_of_records() -> None:
     """Billing 8x the records takes about 8x the time, not 64x."""
     small, big = workload(1_000), workload(8_000)
-    t_small, t_big = best(lambda: run_of(small), 15), best(lambda: run_of(big), 5)
-    assert t_big / t_small < 30, (
-        f"bill took {t_small * 1e3:.1f} ms of CPU for 1,000 records and {t_big * 1e3:.1f} ms for "
-        f"8,000: {t_big / t_small:.0f}x; linear is about 8x")
+    ratio = kata_measure.growth(lambda: run_of(small), lambda: run_of(big), 30)
+    assert ratio < 30, (
+        f"bill on 8,000 records took {kata_measure.times(ratio, 30)} the CPU time of 1,000; "
+        "linear is about 8x")
 
 
 @pytest.mark.category("performance")
@@ -28,7 +29,7 @@ def test_time_grows_linearly_with_the_number_of_records() -> None:
 def test_billing_is_a_small_factor_of_reading_the_records() -> None:
     """Billing 5,000 records takes a small factor of the time to read their fields."""
     records = workload(5_000)
-    took, base = best(lambda: run_of(records), 5), best(lambda: read_fields(records), 15)
-    assert took / base < 100, (
-        f"bill took {took * 1e3:.1f} ms of CPU, {took / base:.0f}x the {base * 1e3:.2f} ms of a "
-        "loop that reads each record's fields; want under 100x")
+    ratio = kata_measure.ratio(lambda: run_of(records), lambda: read_fields(records), 100)
+    assert ratio < 100, (
+        f"bill took {kata_measure.times(ratio, 100)} the CPU time of a loop that reads each "
+        "record's fields; want under 100x")

@@ -1,15 +1,15 @@
 """Hidden checks for hang_finder: time grows linearly with ranks, memory does not hold every dump.
 
-Times are thread CPU time, best of several rounds, compared within the check (never absolute).
+Times are measured with kata_measure: ratios within the check, never an absolute time.
 """
 
 from __future__ import annotations
 
 import gc
-import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
+import kata_measure
 import pytest
 from hang_finder import Entry, GroupInfo, GroupStatus, RankDump, find_hang
 
@@ -39,28 +39,17 @@ def _dumps(world: int, entries: int) -> Iterator[RankDump]:
         yield RankDump(r, "2.9", groups, status, tuple(rows))
 
 
-def _cpu(fn: Callable[[], object], rounds: int = 3) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        gc.collect()
-        start = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 @pytest.mark.points(3)
 def test_time_grows_linearly_with_the_number_of_ranks() -> None:
-    """find_hang over 4x the ranks takes about 4x the time (a limit of 8x), not 16x."""
-    small, large = ([*_dumps(n, 3)] for n in (512, 2048))
+    """find_hang over 8x the ranks (512 to 4,096) takes about 8x the time, not 64x."""
+    small, large = ([*_dumps(n, 3)] for n in (512, 4096))
     for dumps in (small, large):
         assert find_hang(dumps, len(dumps)).kind == "no_hang", "a healthy job must show no hang"
-    t_small = _cpu(lambda: find_hang(small, 512), rounds=5)
-    t_large = _cpu(lambda: find_hang(large, 2048))
-    ratio = t_large / max(t_small, 1e-6)
-    assert ratio < 8, (
-        f"find_hang took {t_large:.3f} s CPU for 2048 ranks and {t_small:.3f} s for 512: "
-        f"{ratio:.1f}x for 4x the ranks (linear is about 4x; the limit is 8x)")
+    ratio = kata_measure.growth(lambda: find_hang(small, 512), lambda: find_hang(large, 4096),
+                                22)
+    assert ratio < 22, (
+        f"find_hang for 4,096 ranks took {kata_measure.times(ratio, 22)} the CPU time of 512 "
+        "ranks: linear is about 8x, a scan per rank about 64x")
 
 
 @pytest.mark.points(3)

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import math
 import random
 import re
-import signal
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import pairwise
 from typing import Any
 
+import kata_measure
 import pytest
 from hypothesis import Phase
 from hypothesis import strategies as st
@@ -162,14 +159,14 @@ def raises(errors: Any, call: Callable[[], object], shown: str) -> None:
 
 # ---------------------------------------------------------------- performance
 
-# 16x the intervals: n log n takes 20x-30x the time (45x at worst on a 2-core box under a
-# load of 10), n^2 about 256x (never under ~180x seen): the limit leaves room on both sides.
-SMALL, GROWTH, LIMIT, ROUNDS = 100, 16, 80.0, 4
+# 16x the intervals: n log n takes about 20x-30x the time, n^2 about 256x.
+SMALL, GROWTH, LIMIT = 100, 16, 80.0
 # Input already in order sorts in linear time, so a quadratic step with a tiny constant
-# (`list.pop(0)`, a memmove) shows from ~10^5 intervals: 6,000 -> 96,000 takes ~18x for an
-# n log n merge and ~155x for one that pops from the front (12,000 gives the same ratios; a
-# slow answer costs ROUNDS * LIMIT of its small run, so the smaller input costs it a quarter).
-ORDERED_SMALL = 6_000
+# (`list.pop(0)`, a memmove) hides until the input is large: how large depends on the CPU's
+# memory bandwidth. From 15,625 to 500,000 intervals (32x) an n log n merge takes about 35x; a
+# merge that pops from the front takes several hundred times, measured or, where its bandwidth
+# is highest, estimated from smaller sizes (docs/margins.md).
+ORDERED_SMALL, ORDERED_GROWTH, ORDERED_LIMIT = 15_625, 32, 100.0
 
 
 def spread(n: int) -> Busy:
@@ -187,72 +184,14 @@ def in_order(n: int) -> Busy:
     return {"gpu-0": [(3 * i, 3 * i + 2 + i % 3) for i in range(n)]}
 
 
-def _fine(clock: Callable[[], float]) -> bool:
-    began = clock()
-    sum(range(20_000))
-    return clock() > began
-
-
-# CPU time of this thread leaves other processes on a shared machine out; where that clock
-# ticks coarsely (some kernels do under RLIMIT_CPU), wall time is the fallback.
-_CLOCK = time.thread_time if all(_fine(time.thread_time) for _ in range(5)) else time.perf_counter
-
-
-class _OverBudget(BaseException):  # not an Exception: a submission's `except` lets it by
-    pass
-
-
-def _stop(_signum: int, _frame: object) -> None:
-    raise _OverBudget
-
-
-def _cpu_seconds(call: Callable[[], object], budget: float = math.inf) -> float:
-    """This thread's CPU seconds for `call`; a call still running after `budget` CPU seconds is
-    stopped there and counts as `inf`: it is slower than the budget, which is all a growth check
-    needs to know (a quadratic answer's large run then costs the limit, not its whole time)."""
-    timed = (0 < budget < math.inf and hasattr(signal, "setitimer")
-             and threading.current_thread() is threading.main_thread())
-    before = signal.signal(signal.SIGPROF, _stop) if timed else None
-    gc.disable()  # a collection would land in whichever run crosses a threshold
-    began = _CLOCK()
-    try:
-        try:
-            if timed:  # the process's CPU time: at least this thread's
-                signal.setitimer(signal.ITIMER_PROF, budget)
-            call()
-        finally:
-            if timed:
-                signal.setitimer(signal.ITIMER_PROF, 0)
-        return _CLOCK() - began
-    except _OverBudget:
-        # Stopped: by this thread's own time, or (inconclusive, so not counted as a fast run
-        # either) by the CPU time of other threads the call left running.
-        return math.inf
-    finally:
-        gc.enable()
-        if timed:
-            signal.signal(signal.SIGPROF, before)
-
-
 def growth(run: Callable[[Busy], object], make: Callable[[int], Busy] = spread,
-           small: int = SMALL) -> float:
-    """Best CPU time at 16n over best at n, in alternating rounds until a large run is fast.
-
-    Noise only adds time, so the best run is the honest figure, and only an answer whose
-    every large run is slow fails. A large run is stopped once it is slow (`LIMIT` times the
-    best small run): the ratio is then `inf`, meaning "over the limit".
-    """
-    few, many = make(small), make(small * GROWTH)
-    run(few)  # warm up
-    base = best = math.inf
-    for _ in range(ROUNDS):
-        base = min(base, *(_cpu_seconds(lambda: run(few)) for _ in range(5)))
-        best = min(best, _cpu_seconds(lambda: run(many), LIMIT * base))
-        if best < LIMIT * base:
-            break
-    return best / base
+           small: int = SMALL, factor: int = GROWTH, limit: float = LIMIT) -> float:
+    """Best CPU time of `run` at `factor` times `small` intervals over best at `small` (see
+    kata_measure.growth: a slow large run is stopped, and the ratio is then `inf`)."""
+    few, many = make(small), make(small * factor)
+    return kata_measure.growth(lambda: run(few), lambda: run(many), limit)
 
 
-def times(ratio: float) -> str:
+def times(ratio: float, limit: float = LIMIT) -> str:
     """A growth ratio as a failure message shows it."""
-    return f"over {LIMIT:.0f}x" if math.isinf(ratio) else f"{ratio:.0f}x"
+    return kata_measure.times(ratio, limit)

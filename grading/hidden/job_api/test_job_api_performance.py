@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import job_api
+import kata_measure
 import pytest
 from job_api_helpers import JOB, Api, Clock, open_api
 
@@ -46,6 +47,7 @@ def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
         finally:
             gc.enable()
         ratio = statistics.median(ratios)
+    kata_measure.report("paired wall-time median", ratio, 2.5)
     assert ratio < 2.5, (
         f"a page of 1 took {ratio:.1f}x longer at 96 jobs than at 12 (median of 31 paired"
         " requests); expected about 1x and at most 2.5x (a scan of every job gives about 5x)")
@@ -111,6 +113,7 @@ def test_deep_page_among_jobs_sharing_created_at_costs_the_same(
     many = _page_steps(monkeypatch, 128, state, deep=True)
     if few == 0:
         return  # no SQL went through sqlite3.connect: nothing this check can measure
+    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
     assert many < 2 * few + 200, (
         f"a deep page took {many} SQLite steps among 128 jobs sharing one created_at, {few} among"
         " 16: a keyset query must seek to the cursor, not walk every job with its created_at"
@@ -126,6 +129,7 @@ def test_first_page_costs_the_same_sqlite_steps_with_8x_more_jobs(
     many = _page_steps(monkeypatch, 128, None, deep=False)
     if few == 0:
         return  # no SQL went through sqlite3.connect: nothing this check can measure
+    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
     assert many < 2 * few + 200, (
         f"the first page took {many} SQLite steps at 128 jobs, {few} at 16: an index on the"
         " listing order lets SQLite read one page instead of sorting every job")

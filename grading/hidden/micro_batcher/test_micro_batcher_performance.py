@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import anyio.lowlevel
+import kata_measure
 import pytest
 import trio
 import trio.testing
@@ -63,6 +64,7 @@ def test_scheduler_work_per_item_is_a_small_multiple_of_a_checkpoint() -> None:
     """Per-item scheduler work is a small multiple of one checkpoint (no polling, no busy loop)."""
     n = 512
     batched, baseline = _scheduler_steps(n, batched=True), _scheduler_steps(n, batched=False)
+    kata_measure.count(4 * baseline, batched, label="count: task steps")
     assert batched <= 4 * baseline, \
         f"{n} callers took {batched} task steps through the batcher, {baseline} for one " \
         f"checkpoint each: {batched / baseline:.1f}x, expected at most 4x"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
+import kata_measure
 import pytest
 from token_bucket import KeyedLimiter, TokenBucket
-from token_bucket_helpers import Clock, best_of
+from token_bucket_helpers import Clock
 
 pytestmark = [pytest.mark.category("performance"), pytest.mark.timeout(60)]
 
@@ -31,7 +33,7 @@ def test_keyed_limiter_drops_full_buckets() -> None:
 def test_dropping_full_buckets_is_amortized_constant_time() -> None:
     """KeyedLimiter stays O(1) per call with many live keys: no full scan on every call."""
 
-    def cost_with(held: int) -> float:
+    def cost_with(held: int) -> Callable[[int], None]:
         limiter = KeyedLimiter(2, 1e-9, clock=Clock(1.0))
         for i in range(held):
             limiter.try_acquire(f"held-{i}", 1)  # in debt for ever: never full, never dropped
@@ -40,12 +42,13 @@ def test_dropping_full_buckets_is_amortized_constant_time() -> None:
             for _ in range(n):
                 limiter.try_acquire("probe", 1e-6)
 
-        return best_of(calls, 3000)
+        return calls
 
     few, many = cost_with(200), cost_with(1600)
-    assert many / few < 4, (
-        f"3000 calls cost {few * 1e3:.1f} ms with 200 keys held and {many * 1e3:.1f} ms with "
-        f"1600 ({many / few:.0f}x): the cost per call grows with the number of keys held")
+    ratio = kata_measure.growth(lambda: few(3000), lambda: many(3000), 4)
+    assert ratio < 4, (
+        f"3000 calls with 1600 keys held cost {kata_measure.times(ratio, 4)} the CPU time of "
+        "3000 with 200 held: the cost per call grows with the number of keys held")
 
 
 @pytest.mark.points(2)
@@ -69,8 +72,8 @@ def test_try_acquire_costs_a_few_lock_and_clock_reads() -> None:
         for _ in range(n):
             limiter.try_acquire("tenant", 1.0)
 
-    base = min(best_of(baseline, 20_000) for _ in range(2))
     for name, run, limit in (("TokenBucket", bucket, 15), ("KeyedLimiter", keyed, 25)):
-        ratio = best_of(run, 20_000) / base
-        assert ratio < limit, (f"{name}.try_acquire costs {ratio:.0f}x a lock + clock read; "
-                               f"expected under {limit}x")
+        ratio = kata_measure.ratio(lambda run=run: run(20_000), lambda: baseline(20_000), limit,
+                                   label=name)
+        assert ratio < limit, (f"{name}.try_acquire costs {kata_measure.times(ratio, limit)} "
+                               f"a lock + clock read; expected under {limit}x")

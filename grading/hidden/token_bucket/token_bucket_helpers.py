@@ -3,7 +3,6 @@ harnesses, and runs of the same calls at another scale."""
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import inspect
 import itertools
@@ -214,21 +213,3 @@ def hammer(acquire: Callable[[], Decision], threads: int = 4, calls: int = 500) 
     finally:
         sys.setswitchinterval(old)
     return sum(granted)
-
-
-# --- performance -------------------------------------------------------------------------------
-
-
-def best_of(run: Callable[[int], object], n: int, repeats: int = 5) -> float:
-    """The least CPU time of this thread over `repeats` runs: other processes on a busy machine
-    do not count, and a garbage collection landing in one sample is noise, not the cost."""
-    best = math.inf
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            started = time.thread_time()
-            run(n)
-            best = min(best, time.thread_time() - started)
-    finally:
-        gc.enable()
-    return best

@@ -7,9 +7,9 @@ import contextlib
 import random
 from collections.abc import Callable
 
+import kata_measure
 import pytest
 from versioned_kv import VersionedKV
-from versioned_kv_helpers import best_of
 
 pytestmark = [pytest.mark.category("performance"), pytest.mark.timeout(60)]
 
@@ -35,13 +35,11 @@ def _reads(length: int, count: int) -> Callable[[], None]:
 @pytest.mark.points(4)
 def test_get_cost_grows_logarithmically_with_history() -> None:
     """A read in an 8192-write history costs within a small factor of one in 64 writes."""
-    t_small, t_big = best_of(5, _reads(64, 400), _reads(8192, 400))
-    ratio = t_big / t_small
+    ratio = kata_measure.growth(_reads(64, 400), _reads(8192, 400), 12)
     # O(log h): about 1-2x here; a scan over the history: 100x and more.
     assert ratio < 12, (
-        f"400 reads took {t_big * 1e3:.2f} ms at an 8192-write history and "
-        f"{t_small * 1e3:.2f} ms at 64 writes ({ratio:.1f}x for 128x the history): "
-        "a read should cost O(log h), not O(h)"
+        f"400 reads at an 8192-write history took {kata_measure.times(ratio, 12)} the CPU time "
+        "of 400 at 64 writes (128x the history): a read should cost O(log h), not O(h)"
     )
 
 
@@ -70,13 +68,12 @@ def _reads_after_others(others: int, count: int) -> Callable[[], None]:
 def test_get_cost_does_not_grow_with_writes_to_other_keys() -> None:
     """A read of a key written once costs about the same after 8192 writes to other keys as
     after 64 (the cost is in the key's own history, not the store's)."""
-    t_small, t_big = best_of(5, _reads_after_others(64, 400), _reads_after_others(8192, 400))
-    ratio = t_big / t_small
+    ratio = kata_measure.growth(_reads_after_others(64, 400), _reads_after_others(8192, 400), 12)
     # O(log h) with h = 1: about 1x; a scan back through a global log of writes: 100x and more.
     assert ratio < 12, (
-        f"400 reads of a key written once took {t_big * 1e3:.2f} ms after 8192 writes to other "
-        f"keys and {t_small * 1e3:.2f} ms after 64 ({ratio:.1f}x): a read should cost "
-        "O(log h) in the key's own history"
+        f"400 reads of a key written once took {kata_measure.times(ratio, 12)} the CPU time "
+        "after 8192 writes to other keys as after 64: a read should cost O(log h) in the "
+        "key's own history"
     )
 
 
@@ -97,10 +94,9 @@ def test_put_cost_stays_flat_as_the_store_grows() -> None:
         for i in range(500):
             big.put("k", i)
 
-    t_small, t_big = best_of(7, put_fresh, put_big)
-    ratio = t_big / t_small
+    ratio = kata_measure.growth(put_fresh, put_big, 8)
     # Amortized O(1): about 1x; copying the history or the snapshot per put: 50x and more.
     assert ratio < 8, (
-        f"500 puts took {t_big * 1e3:.2f} ms into a store of 20000 writes and "
-        f"{t_small * 1e3:.2f} ms into a new store ({ratio:.1f}x): a put should cost O(1)"
+        f"500 puts into a store of 20000 writes took {kata_measure.times(ratio, 8)} the CPU "
+        "time of 500 into a new store: a put should cost O(1)"
     )

@@ -3,9 +3,6 @@ operation strategy, and a CPU-time harness."""
 
 from __future__ import annotations
 
-import gc
-import time
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import Phase
@@ -81,21 +78,3 @@ def apply(ops: list[tuple[str, int | None]]) -> VersionedKV[int]:
 def compaction_store() -> VersionedKV[str]:
     """a: x@1, z@4; b: y@2, deleted@5; c: w@3. Latest version 6 (a: q@6)."""
     return store(("a", "x"), ("b", "y"), ("c", "w"), ("a", "z"), ("b", None), ("a", "q"))
-
-
-def best_of(repeats: int, *runs: Callable[[], object]) -> list[float]:
-    """The least CPU time (this thread's: other processes do not count) of each run over
-    `repeats` rounds, interleaved so what noise remains hits them alike."""
-    best = [float("inf")] * len(runs)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            for i, run in enumerate(runs):
-                start = time.thread_time()
-                run()
-                best[i] = min(best[i], time.thread_time() - start)
-    finally:
-        if enabled:
-            gc.enable()
-    return best

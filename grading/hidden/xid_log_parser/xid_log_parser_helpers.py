@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import gzip
 import json
-import time
 import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -246,18 +245,6 @@ def stream(pool: list[str], n: int) -> Iterator[str]:
     size = len(pool)
     for i in range(n):
         yield pool[i % size] + "\n"
-
-
-def best_of(repeat: int, *fns: Callable[[], object]) -> list[float]:
-    """The least CPU time of this thread for each fn over `repeat` rounds (other processes do
-    not count), the fns interleaved so what noise remains hits them alike."""
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            start = time.thread_time()
-            fn()
-            best[i] = min(best[i], time.thread_time() - start)
-    return best
 
 
 def peak(lines: Iterator[str]) -> int:
