@@ -162,6 +162,10 @@ class _Server:
             self.close()
             raise
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def alive(self) -> bool:
         return self._proc.poll() is None
 
@@ -272,8 +276,20 @@ class _Servers:
             server.close(monitors=True)
 
 
+    def kill(self) -> None:
+        """Kill every server's process group now, waiting for nothing: under bubblewrap that
+        ends its sandbox, every monitor and child in it."""
+        for server in [*self._retired, *([self._server] if self._server else [])]:
+            with contextlib.suppress(OSError):
+                os.killpg(server.pid, signal.SIGKILL)
+
+
 _SERVERS = _Servers()
 atexit.register(_SERVERS.shutdown)
+
+
+def kill_servers() -> None:
+    _SERVERS.kill()
 
 
 class _Bytecode:

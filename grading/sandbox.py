@@ -285,13 +285,16 @@ def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str,
     """`python -P -m pytest ARGS` in `work`, in a session of its own, under `rlimits`, with
     `lib` then `work` first on its path."""
     env = _child_env(lib, tmp, work)
-    forked = forkserver.spawn(args, work, env, _child_env(None, None), rlimits, stdin, out)
-    if forked is not None:
-        return forked
-    return subprocess.Popen(isolation.wrap([sys.executable, str(lib / "_boot.py"),
-                                            json.dumps(rlimits), "-m", "pytest", *args]),
-                            cwd=work, env=env, stdin=stdin, stdout=out,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc: forkserver.Process | None = forkserver.spawn(args, work, env, _child_env(None, None),
+                                                       rlimits, stdin, out)
+    if proc is None:
+        proc = subprocess.Popen(isolation.wrap([sys.executable, str(lib / "_boot.py"),
+                                                json.dumps(rlimits), "-m", "pytest", *args]),
+                                cwd=work, env=env, stdin=stdin, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    return proc
 
 
 _LIBRARY = threading.Lock()
@@ -481,6 +484,23 @@ def _tail(output: BinaryIO, lines: int = 3) -> str:
     return " | ".join(kept[-lines:])
 
 
+_LIVE: set[forkserver.Process] = set()  # children running now, for `kill_all`
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> None:
+    """Kill every child running now, without waiting for any (the grader is about to exit)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        kill_group = getattr(proc, "kill_group", None)
+        with contextlib.suppress(OSError):
+            if kill_group is not None:
+                kill_group()
+            else:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
 def _kill(proc: forkserver.Process) -> int:
     """Kill the child's process group (what it left running too); its exit status."""
     kill_group = getattr(proc, "kill_group", None)
@@ -489,7 +509,11 @@ def _kill(proc: forkserver.Process) -> int:
     else:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-    return proc.wait()
+    try:
+        return proc.wait()
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
 
 
 class _ChannelReader:
