@@ -114,8 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "the default")
     parser.add_argument("--wall-limit", type=_positive, default=240.0, metavar="SECONDS",
                         help="hard limit for grading one submission (default: 240)")
-    parser.add_argument("--timeout", type=_positive, default=10.0, metavar="SECONDS",
-                        help="default per-check limit; heavy checks set their own (default: 10)")
+    parser.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
+                        help="every check's time limit, heavy checks' own aside (default: 20x "
+                             "what the check costs the reference, at least 2 s, at most 10 s "
+                             "or the check's own)")
     return parser
 
 

@@ -282,14 +282,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if _CONFIG.get("mode") == "collect":
         for item in items:
             _emit({"ev": "check", **_metadata(item)})
-    skip = set(_CONFIG.get("skip", ()))
     only = _CONFIG.get("only")
+    limits = _CONFIG.get("limits") or {}
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
         cid = check_id(item)
-        wanted = cid not in skip and (only is None or cid in only)
-        (keep if wanted else drop).append(item)
+        if cid in limits:  # the grader's limit for this check comes first (see sandbox)
+            item.add_marker(pytest.mark.timeout(float(limits[cid])), append=False)
+        (keep if only is None or cid in only else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep

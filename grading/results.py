@@ -25,6 +25,7 @@ class Check:
     # Seconds the reference spent on it, as `grading.diagnose refresh` measured (the time limit
     # where nothing is stored): what `sandbox` deals checks to children by, never a limit.
     cost: float = 0.0
+    costed: bool = False  # `cost` was measured on the reference (not a stand-in)
 
 
 @dataclass

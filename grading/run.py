@@ -25,7 +25,8 @@ def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> in
         notice = isolation.choose(args.isolation)
     except isolation.IsolationError as exc:
         raise UsageError(str(exc)) from None
-    limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout)
+    limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout or 10.0,
+                            from_costs=args.timeout is None)
     forkserver.expect(exercises)  # the fork server loads only what these exercises import
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise UsageError(f"cannot write {args.output}: no such folder")

@@ -47,7 +47,14 @@ from grading.results import Check, Result
 CACHE = ROOT / ".grader" / "checks"
 _PLUGIN = "_kata_grading_plugin"
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
-_GRACE = 5.0  # seconds past a check's own timeout before the watchdog kills the child
+_GRACE = 1.0  # seconds past a check's own timeout before the watchdog kills the child
+_FLOOR = 2.0  # the least time limit a check is given from its cost (see `bounded`)
+_COST_FACTOR = 20.0  # a check's limit, in times what it cost the reference
+# After this many checks of a grading were killed for running past their limits without
+# stopping (the submission ignores the timeout), the rest run to `_AFTER_STRIKES` seconds each:
+# a check that does not call the hanging code passes in far less.
+_STRIKES, _AFTER_STRIKES = 3, 0.5
+_PAST_LIMIT = "the check ran past its"
 _HIDDEN_DIR = "hidden"  # where the hidden checks go in a work directory (see plugin.py)
 _COLLECT_LIMIT = 60.0  # seconds allowed for importing the submission and collecting
 _SHARD_MIN = 8  # the fewest checks a child is dealt when a grading is split
@@ -63,6 +70,7 @@ class Limits:
     open_files: int = 512
     timeout: float = 10.0  # default per-check limit; `@pytest.mark.timeout(s)` overrides
     shards: int = 2  # children that share a grading's checks, running at once
+    from_costs: bool = True  # limits from what each check cost the reference (`bounded`)
 
 
 @dataclass
@@ -101,7 +109,19 @@ def with_costs(checks: Iterable[Check], costs: dict[str, float]) -> list[Check]:
     if not costs:
         return [replace(c, cost=c.timeout) for c in checks]
     usual = statistics.median(costs.values())
-    return [replace(c, cost=costs.get(c.id, usual)) for c in checks]
+    return [replace(c, cost=costs.get(c.id, usual), costed=c.id in costs) for c in checks]
+
+
+def bounded(checks: Iterable[Check], limits: Limits) -> list[Check]:
+    """`checks`, each with the time limit it runs under: with `limits.from_costs`, a check the
+    reference's cost is stored for gets `_COST_FACTOR` times that cost (at least `_FLOOR`
+    seconds, at most its own limit), so that a submission that hangs costs seconds, not the
+    default limit, in every check that calls the hanging code. The factor leaves room for a
+    correct answer slower than the reference on a loaded machine."""
+    if not limits.from_costs:
+        return list(checks)
+    return [replace(c, timeout=min(c.timeout, max(_FLOOR, _COST_FACTOR * c.cost)))
+            if c.costed else c for c in checks]
 
 
 def _collected(exercise: Exercise, limits: Limits) -> list[Check]:
@@ -141,8 +161,9 @@ def _collect(exercise: Exercise, limits: Limits) -> list[Check]:
 def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
           limits: Limits = Limits(), progress: Progress | None = None) -> list[Result]:
     """Run every check against `submission`; every check gets a final status."""
-    results = {c.id: Result(c) for c in checks}
+    results = {c.id: Result(c) for c in bounded(checks, limits)}
     deadline = time.monotonic() + limits.wall
+    strikes = _Strikes()
     shown = threading.Lock()
 
     def overall(_done: int, _total: int, name: str) -> None:
@@ -163,8 +184,8 @@ def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
                 break
             shards = _deal(pending, max(1, min(limits.shards, len(pending) // _SHARD_MIN)))
             runs = [partial(_run_child, Path(tmp), attempt + i, exercise, submission,
-                            {"mode": "run", "only": [r.check.id for r in shard]}, limits,
-                            deadline, {r.check.id: r for r in shard}, overall)
+                            strikes.config(shard), limits, deadline,
+                            {r.check.id: r for r in shard}, overall, strikes=strikes)
                     for i, shard in enumerate(shards)]
             attempt += len(runs)
             _run_at_once(runs)
@@ -173,6 +194,27 @@ def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
         _fail([r for r in results.values() if r.status == "pending"], "crashed",
               "the check never reported a result")
     return list(results.values())
+
+
+class _Strikes:
+    """Checks of one grading killed for running past their limits without stopping."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self.count += 1
+
+    def config(self, shard: list[Result]) -> dict[str, Any]:
+        """A child's run config for `shard`, its checks' limits cut once the strikes are out."""
+        cut = self.count >= _STRIKES
+        if cut:
+            for r in shard:
+                r.check = replace(r.check, timeout=min(r.check.timeout, _AFTER_STRIKES))
+        return {"mode": "run", "only": [r.check.id for r in shard],
+                "limits": {r.check.id: r.check.timeout for r in shard}}
 
 
 def _deal(pending: list[Result], count: int) -> list[list[Result]]:
@@ -212,7 +254,7 @@ def _fail(results: Iterable[Result], status: str, message: str) -> None:
 def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                config: dict[str, Any], limits: Limits, deadline: float,
                results: dict[str, Result], progress: Progress | None,
-               stop: threading.Event | None = None) -> _Child:
+               stop: threading.Event | None = None, *, strikes: _Strikes | None = None) -> _Child:
     """One child process: start it, watch it, and settle what it left unreported."""
     lib, ini = _library(limits)
     # A folder of its own, under a name no child can guess before it exists (children share the
@@ -268,6 +310,8 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         with open(out_fd, "rb") as out:
             tail = _tail(out)
     if killed_for:
+        if strikes is not None and killed_for.startswith(_PAST_LIMIT):
+            strikes.add()
         _settle(child, results, "timeout", killed_for)
     elif not child.done:
         _settle(child, results, "crashed", _exit_reason(code, tail))
@@ -342,8 +386,9 @@ def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
             return f"importing the submission took over {collect_limit:g} s"
         if child.current is not None and child.current in results:
             limit = results[child.current].check.timeout
-            if now - child.started_at > limit + _GRACE:
-                return f"the check ran past its {limit:g} s limit and did not stop"
+            grace = _GRACE if limit > _AFTER_STRIKES else _AFTER_STRIKES / 2
+            if now - child.started_at > limit + grace:
+                return f"{_PAST_LIMIT} {limit:g} s limit and did not stop"
         if child.done and now - child.started_at > _GRACE:
             return ""  # finished, but a thread it left keeps the process alive
         time.sleep(0.02)
