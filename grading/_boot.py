@@ -24,7 +24,6 @@ import gc
 import importlib
 import json
 import os
-import resource
 import select
 import signal
 import socket
@@ -63,8 +62,14 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
 UNICODE_CODECS = ("utf-8", "ascii")  # the codecs schemathesis asks hypothesis's text for
 _PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
+try:  # absent on Windows: the parent's watchdog holds the time limits there (see hostos.py)
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
 
 def _limit(which: int, soft: int, hard: int | None = None) -> None:
+    assert resource is not None
     hard = soft if hard is None else hard
     current = resource.getrlimit(which)[1]
     if current != resource.RLIM_INFINITY:
@@ -73,10 +78,13 @@ def _limit(which: int, soft: int, hard: int | None = None) -> None:
 
 
 def _set_limits(limits: dict[str, Any]) -> None:
+    without = set(limits.get("without", ()))
     if limits.get("cgroup"):  # the run's pids cgroup: this process and all it starts
         with open(os.path.join(limits["cgroup"], "cgroup.procs"), "w") as procs:
             procs.write("0")  # 0: the writing process, in whatever PID namespace it is
-    elif limits.get("nproc"):
+    if resource is None or "resource" in without:
+        return  # the parent enforces what it can (hostos.py)
+    if not limits.get("cgroup") and limits.get("nproc"):
         _limit(resource.RLIMIT_NPROC, limits["nproc"])
     _limit(resource.RLIMIT_AS, limits["memory"])
     _limit(resource.RLIMIT_FSIZE, limits["file_size"])
@@ -197,7 +205,7 @@ def _monitor(request: dict[str, Any], report_fd: int, stdin_fd: int, out_fd: int
         os.killpg(pid, signal.SIGKILL)
         raise
     status = _wait(pid, report)
-    _stop_orphans()
+    _stop_orphans("proc" not in request["limits"].get("without", ()))
     report.send(str(os.waitstatus_to_exitcode(status)).encode())
 
 
@@ -223,11 +231,12 @@ def _become_subreaper() -> None:
         ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _stop_orphans() -> None:
+def _stop_orphans(use_proc: bool = True) -> None:
     """Kill every process left that is this one's child (the child's orphans) and reap it."""
     me = os.getpid()
-    for _ in range(200):  # a child that /proc does not show is waited for 2 s at most
-        found = [pid for pid in _pids() if _parent_of(pid) == me]
+    children = _children_from_proc if use_proc and os.path.isdir("/proc/self") else _children
+    for _ in range(200):  # a child that is not listed yet is waited for 2 s at most
+        found = children(me)
         for pid in found:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -236,6 +245,20 @@ def _stop_orphans() -> None:
                 time.sleep(0.01)  # one is alive but was not listed yet
         except ChildProcessError:
             return  # none left
+
+
+def _children_from_proc(me: int) -> list[int]:
+    return [pid for pid in _pids() if _parent_of(pid) == me]
+
+
+def _children(me: int) -> list[int]:
+    """This process's children, through psutil (where there is no /proc to read)."""
+    try:
+        import psutil
+
+        return [child.pid for child in psutil.Process(me).children()]
+    except Exception:
+        return []
 
 
 def _pids() -> list[int]:
@@ -264,7 +287,7 @@ def _child(request: dict[str, Any], stdin_fd: int, out_fd: int, started: int) ->
         os.dup2(stdin_fd, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
-        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0] if resource else 4096)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -305,6 +328,13 @@ def main() -> None:
         unicode_tables(sys.argv[2])
         return
     _set_limits(json.loads(sys.argv[1]))
+    if os.name != "posix":  # exec on Windows starts another process: run pytest in this one
+        import runpy
+
+        sys.argv = [sys.argv[0], *sys.argv[4:]]  # after "-m pytest"
+        sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+        return
     # -P: the working directory is on the path only where PYTHONPATH puts it (after the plugin's
     # folder), as in a child of the fork server.
     os.execv(sys.executable, [sys.executable, "-P", *sys.argv[2:]])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import atexit
 import contextlib
-import fcntl
 import importlib.metadata
 import importlib.util
 import json
@@ -36,7 +35,12 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from grading import _boot, catalog, isolation
+from grading import _boot, catalog, hostos, isolation
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows, which has no fork server either
+    fcntl = None  # type: ignore[assignment]
 
 _BOOT = Path(__file__).with_name("_boot.py")
 _TABLES = catalog.ROOT / ".grader" / "unicode"
@@ -317,7 +321,8 @@ class _Bytecode:
                 with contextlib.suppress(OSError):  # graders starting together compile once
                     _BYTECODE_LOCK.parent.mkdir(parents=True, exist_ok=True)
                     lock = held.enter_context(_BYTECODE_LOCK.open("a"))
-                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    if fcntl is not None:
+                        fcntl.flock(lock, fcntl.LOCK_EX)
                     if not _uncompiled(_boot.preloads()):
                         return
                 # -I: neither the working directory nor PYTHON* variables (the caller's
@@ -397,7 +402,7 @@ def spawn(args: list[str], cwd: Path, env: dict[str, str], server_env: dict[str,
     child (read when the server starts; PYTHONHASHSEED, for one, is fixed at start-up).
     """
     compile_preloads()
-    if os.environ.get("GRADER_NO_FORK_SERVER"):
+    if not hostos.has_fork_server():
         return None
     server = _SERVERS.get(server_env)
     if server is None:

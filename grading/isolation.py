@@ -185,16 +185,16 @@ def _make_base() -> Path | None:
 def nproc_budget() -> int:
     """RLIMIT_NPROC for a run where there is no cgroup: the tasks this user has now, plus the
     run's share (0 for root, whom the kernel does not hold to it)."""
-    uid = os.geteuid()
-    if uid == 0:
+    geteuid = getattr(os, "geteuid", None)  # POSIX only; Windows has no RLIMIT_NPROC either
+    if geteuid is None or geteuid() == 0:
         return 0
+    import psutil
+
     tasks = 0
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError):
-                    if entry.stat().st_uid == uid:
-                        tasks += len(os.listdir(f"/proc/{entry.name}/task"))
+    for process in psutil.process_iter(["uids", "num_threads"]):
+        uids, threads = process.info.get("uids"), process.info.get("num_threads")
+        if uids is not None and uids.effective == geteuid() and threads:
+            tasks += threads
     return tasks + PROCESSES
 
 

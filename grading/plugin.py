@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import fcntl
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -57,13 +56,18 @@ def _read_config() -> dict[str, Any]:
     return json.loads(data) if data else {}
 
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 _CONFIG = _read_config()
 _TOKEN: str = _CONFIG.get("token", "")
 _FD = -1
 if _CONFIG.get("channel"):
     _raw = os.open(_CONFIG["channel"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    # Out of the way of code that scribbles on low file descriptors.
-    _FD = fcntl.fcntl(_raw, fcntl.F_DUPFD_CLOEXEC, 300)
+    # Out of the way of code that scribbles on low file descriptors (where fcntl exists).
+    _FD = fcntl.fcntl(_raw, fcntl.F_DUPFD_CLOEXEC, 300) if fcntl is not None else os.dup(_raw)
     os.close(_raw)
 
 

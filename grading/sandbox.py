@@ -40,7 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from grading import diagnose, forkserver, isolation, testcode
+from grading import diagnose, forkserver, hostos, isolation, testcode
 from grading.catalog import ROOT, Exercise
 from grading.results import Check, Result
 
@@ -273,7 +273,8 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                                "open_files": limits.open_files,
                                "cpu": int(max(1, deadline - time.monotonic())) + 5,
                                "cgroup": cgroup,
-                               "nproc": 0 if cgroup else isolation.nproc_budget()}
+                               "nproc": 0 if cgroup else isolation.nproc_budget(),
+                               "without": sorted(hostos.without())}
     # --tb=line: a failed check's message is the plugin's own, never pytest's traceback, which
     # would cost a failing run ~40 ms (the source of every frame, found by scanning every module
     # the fork server loaded); what a collection error says (its `E` lines) is the same.
@@ -312,7 +313,8 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
     if killed_for:
         if strikes is not None and killed_for.startswith(_PAST_LIMIT):
             strikes.add()
-        _settle(child, results, "timeout", killed_for)
+        _settle(child, results, "crashed" if killed_for.startswith(_OVER) else "timeout",
+                killed_for)
     elif not child.done:
         _settle(child, results, "crashed", _exit_reason(code, tail))
     elif child.collected is not None:
@@ -362,7 +364,8 @@ def _library(limits: Limits) -> tuple[Path, Path]:
 def _new_file(path: Path, mode: int) -> int:
     """A descriptor (`mode`: os.O_RDONLY or os.O_RDWR) on `path`, made here, new and empty:
     never a file or link that was there before."""
-    return os.open(path, mode | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    extra = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)  # POSIX only
+    return os.open(path, mode | os.O_CREAT | os.O_EXCL | extra, 0o600)
 
 
 def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
@@ -370,6 +373,7 @@ def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
            deadline: float, stop: threading.Event | None = None) -> str:
     """Follow the child until it exits; return why it had to be killed ("" if it was not)."""
     started = time.monotonic()
+    watcher = _Watcher.needed(proc, limits)
     while True:
         exited = proc.poll() is not None
         for record in reader.records():
@@ -379,19 +383,75 @@ def _watch(proc: forkserver.Process, reader: _ChannelReader, child: _Child,
         if stop is not None and stop.is_set():
             return "the grading was stopped"
         now = time.monotonic()
-        if now >= deadline:
-            return f"the run exceeded its wall limit of {limits.wall:g} s"
-        collect_limit = min(_COLLECT_LIMIT, limits.wall)
-        if child.collected is None and now - started > collect_limit:
-            return f"importing the submission took over {collect_limit:g} s"
-        if child.current is not None and child.current in results:
-            limit = results[child.current].check.timeout
-            grace = _GRACE if limit > _AFTER_STRIKES else _AFTER_STRIKES / 2
-            if now - child.started_at > limit + grace:
-                return f"{_PAST_LIMIT} {limit:g} s limit and did not stop"
+        late = _overdue(child, results, limits, deadline, now - started, now)
+        if late:
+            return late
         if child.done and now - child.started_at > _GRACE:
             return ""  # finished, but a thread it left keeps the process alive
+        over = watcher.over(now) if watcher is not None else ""
+        if over:
+            return over
         time.sleep(0.02)
+
+
+_OVER = "the submission used over"
+
+
+class _Watcher:
+    """Where the kernel does not hold a child to its memory limit (macOS, Windows) or its
+    process limit (no pids cgroup, no RLIMIT_NPROC), the parent looks at the child's process
+    tree through psutil, a few times a second, and kills it past either limit."""
+
+    def __init__(self, pid: int, limits: Limits, memory: bool, processes: bool) -> None:
+        self._pid, self._limits = pid, limits
+        self._memory, self._processes = memory, processes
+        self._next = 0.0
+
+    @classmethod
+    def needed(cls, proc: forkserver.Process, limits: Limits) -> _Watcher | None:
+        if isolation.mode() == "bwrap":  # Linux: the pid is another namespace's
+            return None
+        memory = not hostos.enforces_memory_limit()
+        processes = not hostos.has_resource() and isolation.cgroup_base() is None
+        return cls(proc.pid, limits, memory, processes) if memory or processes else None
+
+    def over(self, now: float) -> str:
+        if now < self._next:
+            return ""
+        self._next = now + 0.2
+        import psutil
+
+        try:
+            root = psutil.Process(self._pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return ""
+        if self._processes and len(tree) > isolation.PROCESSES:
+            return f"{_OVER} {isolation.PROCESSES} processes (the process limit)"
+        if self._memory:
+            used = 0
+            for process in tree:
+                with contextlib.suppress(psutil.Error):
+                    used += process.memory_info().rss
+            if used > self._limits.memory:
+                return f"{_OVER} {self._limits.memory / (1 << 30):g} GiB of memory (the limit)"
+        return ""
+
+
+def _overdue(child: _Child, results: dict[str, Result], limits: Limits, deadline: float,
+             running: float, now: float) -> str:
+    """Why the child must be stopped for time now ("" if it need not)."""
+    if now >= deadline:
+        return f"the run exceeded its wall limit of {limits.wall:g} s"
+    collect_limit = min(_COLLECT_LIMIT, limits.wall)
+    if child.collected is None and running > collect_limit:
+        return f"importing the submission took over {collect_limit:g} s"
+    if child.current is not None and child.current in results:
+        limit = results[child.current].check.timeout
+        grace = _GRACE if limit > _AFTER_STRIKES else _AFTER_STRIKES / 2
+        if now - child.started_at > limit + grace:
+            return f"{_PAST_LIMIT} {limit:g} s limit and did not stop"
+    return ""
 
 
 def _test_files(exercise: Exercise, only: list[str] | None,
@@ -508,9 +568,9 @@ def _exit_reason(code: int | None, tail: str) -> str:
             what = f"killed by {signal.Signals(-code).name}"
         except ValueError:
             what = f"killed by signal {-code}"
-        if -code == signal.SIGXFSZ:
+        if -code == getattr(signal, "SIGXFSZ", None):
             what += " (output or a file exceeded the size limit)"
-        elif -code == signal.SIGXCPU:
+        elif -code == getattr(signal, "SIGXCPU", None):
             what += " (CPU time limit)"
     else:
         what = f"the process exited with status {code} (sys.exit, os._exit or a crash)"
@@ -533,6 +593,24 @@ _LIVE: set[forkserver.Process] = set()  # children running now, for `kill_all`
 _LIVE_LOCK = threading.Lock()
 
 
+def _kill_tree(pid: int) -> None:
+    """Kill a child started afresh and what it started: its process group where there are
+    process groups, and its process tree as psutil sees it (which also finds a process that
+    left the group for a session of its own, while its parent lives)."""
+    with contextlib.suppress(Exception):
+        import psutil
+
+        for process in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+    if hostos.has_process_groups():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    else:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+
+
 def kill_all() -> None:
     """Kill every child running now, without waiting for any (the grader is about to exit)."""
     with _LIVE_LOCK:
@@ -543,7 +621,7 @@ def kill_all() -> None:
             if kill_group is not None:
                 kill_group()
             else:
-                os.killpg(proc.pid, signal.SIGKILL)
+                _kill_tree(proc.pid)
 
 
 def _kill(proc: forkserver.Process) -> int:
@@ -552,8 +630,7 @@ def _kill(proc: forkserver.Process) -> int:
     if kill_group is not None:  # a fork server's child: its monitor knows its real pid
         kill_group()
     else:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        _kill_tree(proc.pid)
     try:
         return proc.wait()
     finally:
