@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from grading import catalog
-
 from tests.helpers import EXERCISES, ROOT
 
 
@@ -50,7 +49,8 @@ def start_background() -> None:
     # both resolve through MYPYPATH, the references standing in for the submission.
     _JOBS["hidden"] = _start("mypy", "--strict", "--explicit-package-bases", "--cache-dir",
                              ".mypy_cache/hidden", *references, *hidden,
-                             path=[ROOT / "solutions", catalog.HIDDEN, *(e.hidden for e in EXERCISES)])
+                             path=[ROOT / "solutions", catalog.HIDDEN,
+                                   *(e.hidden for e in EXERCISES)])
     _JOBS["ruff"] = _start("ruff", "check", ".")
 
 
