@@ -277,6 +277,7 @@ def test_checks_are_dealt_by_what_they_cost_the_reference() -> None:
             f"`uv run python -m grading.diagnose refresh {exercise.name}`")
 
 
+@pytest.mark.linux_only("finds the grader's processes in /proc")
 def test_ctrl_c_ends_the_grading_and_every_child_it_started(tmp_path: Path) -> None:
     """A submission whose every call hangs, graded on every check (so in two children at once);
     Ctrl-C part-way: the grader says so, exits 130 at once and leaves no process behind."""

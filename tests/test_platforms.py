@@ -5,7 +5,6 @@ and leave no process behind."""
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from grading import hostos
 from tests.helpers import Completed, run_grader
 from tests.test_hostile import _CHECKS, _EXPECTED, _MIDDLE, ATTACKS, _processes_marked
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="simulates other systems on Linux")
+pytestmark = pytest.mark.linux_only("simulates the other systems on Linux")
 
 _MARK = "ATTACK_UNDER_TEST"
 # Each absence, with the attacks its fallback stands in for.
