@@ -147,8 +147,8 @@ def _ranks(raw: object, where: str) -> tuple[int, ...]:
             value = None
     if not isinstance(value, list) or not all(
         isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in value
-    ):
-        raise DumpError(f"{where}: 'ranks' must be a list of ranks, got {raw!r}")
+    ) or len(set(value)) != len(value):
+        raise DumpError(f"{where}: 'ranks' must be a list of distinct ranks, got {raw!r}")
     return tuple(sorted(value))
 
 
@@ -323,8 +323,10 @@ def _finding(pg: str, info: GroupInfo, members: dict[int, _Progress],
     if all(p.newest < seq for p in members.values()):
         return None  # nobody is waiting: the group is idle
     # A member is missing only if its newest record is older than `seq`: a record that fell
-    # off the ring buffer was still issued (pg_status says so).
-    missing = tuple(r for r, p in sorted(members.items()) if p.newest < seq)
+    # off the ring buffer was still issued (pg_status says so). A member whose dump does not
+    # list the group issued nothing in it.
+    missing = tuple(r for r in info.ranks if r in dumped
+                    and (r not in members or members[r].newest < seq))
     seen = {r: p.pending[seq] for r, p in members.items() if seq in p.pending}
     counts = Counter(seen.values())
     # The signature most members share; on a tie, the one of the lowest rank.
