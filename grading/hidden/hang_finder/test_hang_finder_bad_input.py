@@ -177,7 +177,7 @@ def test_scan_raises_when_two_readable_files_claim_one_rank(tmp_path: Path) -> N
 def test_a_broken_file_without_a_rank_raises_value_error_naming_it(tmp_path: Path) -> None:
     """A broken file whose name has no number, and no rank given: a ValueError naming the file
     (DumpError or the missing rank, whichever is found first)."""
-    for name, text in (("trace.json", "{"), ("dump", ""), ("trace.json", "[1, 2]")):
+    for name, text in (("trace.json", "{"), ("rankless.json", ""), ("trace.json", "[1, 2]")):
         path = tmp_path / name
         path.write_text(text, encoding="utf-8")
         with pytest.raises(ValueError, match=re.escape(name)):
