@@ -147,8 +147,8 @@ def _ranks(raw: object, where: str) -> tuple[int, ...]:
             value = None
     if not isinstance(value, list) or not all(
         isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in value
-    ):
-        raise DumpError(f"{where}: 'ranks' must be a list of ranks, got {raw!r}")
+    ) or len(set(value)) != len(value):
+        raise DumpError(f"{where}: 'ranks' must be a list of distinct ranks, got {raw!r}")
     return tuple(sorted(value))
 
 
@@ -217,8 +217,9 @@ def load_dump(source: str | os.PathLike[str] | TextIO, rank: int | None = None) 
 
     Raises:
         ValueError: no ``rank`` and no number in the name, or ``rank < 0``.
-        DumpError: the text is not JSON, is cut short, or lacks a required field
-            (the message names the file).
+        DumpError: the text is not JSON, is cut short, lacks a required field or has it with
+            another JSON type (``12.0`` is not an integer), or a group repeats a rank (the
+            message names the file).
         OSError: the file cannot be opened.
     """
     name = os.fspath(source) if isinstance(source, str | os.PathLike) else getattr(
@@ -323,8 +324,10 @@ def _finding(pg: str, info: GroupInfo, members: dict[int, _Progress],
     if all(p.newest < seq for p in members.values()):
         return None  # nobody is waiting: the group is idle
     # A member is missing only if its newest record is older than `seq`: a record that fell
-    # off the ring buffer was still issued (pg_status says so).
-    missing = tuple(r for r, p in sorted(members.items()) if p.newest < seq)
+    # off the ring buffer was still issued (pg_status says so). A member whose dump does not
+    # list the group issued nothing in it.
+    missing = tuple(r for r in info.ranks if r in dumped
+                    and (r not in members or members[r].newest < seq))
     seen = {r: p.pending[seq] for r, p in members.items() if seq in p.pending}
     counts = Counter(seen.values())
     # The signature most members share; on a tie, the one of the lowest rank.
@@ -363,10 +366,11 @@ def scan(directory: str | os.PathLike[str], world_size: int | None = None) -> Re
 
     A file that cannot be read is listed in ``Report.unreadable`` as (file name, reason), and its
     rank counts as having no dump. ``world_size`` defaults to one more than the highest rank in
-    any file name or group.
+    any file name or group, and at least 1 (an empty folder: rank 0 left no dump).
 
     Raises:
-        ValueError: ``directory`` is not a directory, or as ``find_hang``.
+        ValueError: ``directory`` is not a directory, two readable files claim one rank, or as
+            ``find_hang``.
     """
     folder = Path(directory)
     if not folder.is_dir():

@@ -116,8 +116,9 @@ def load_dump(source: str | os.PathLike[str] | TextIO, rank: int | None = None) 
 
     Raises:
         ValueError: no ``rank`` and no number in the name, or ``rank < 0``.
-        DumpError: the text is not JSON, is cut short, or lacks a required field
-            (the message names the file).
+        DumpError: the text is not JSON, is cut short, lacks a required field or has it with
+            another JSON type (``12.0`` is not an integer), or a group repeats a rank (the
+            message names the file).
         OSError: the file cannot be opened.
     """
     raise NotImplementedError("load_dump is not written yet")
@@ -142,10 +143,11 @@ def scan(directory: str | os.PathLike[str], world_size: int | None = None) -> Re
 
     A file that cannot be read is listed in ``Report.unreadable`` as (file name, reason), and its
     rank counts as having no dump. ``world_size`` defaults to one more than the highest rank in
-    any file name or group.
+    any file name or group, and at least 1 (an empty folder: rank 0 left no dump).
 
     Raises:
-        ValueError: ``directory`` is not a directory, or as ``find_hang``.
+        ValueError: ``directory`` is not a directory, two readable files claim one rank, or as
+            ``find_hang``.
     """
     raise NotImplementedError("scan is not written yet")
 

@@ -53,6 +53,7 @@ def test_other_lines_are_none_and_broken_xid_lines_raise() -> None:
 @pytest.mark.parametrize(("code", "message", "want"), [
     (79, "GPU has fallen off the bus.", Action.RESET_GPU),
     (13, "Graphics Exception", Action.RESTART_APP),
+    (48, "An uncorrectable double bit error (DBE) has been detected on GPU", Action.RESET_GPU),
     (64, "Dynamic Page Retirement: Failed to retire page", Action.HARDWARE),
     (999, "something new", Action.UNKNOWN),
     (149, "NETIR_LINK_EVT  Fatal   XC0 i0 Link 09", Action.RESET_GPU),

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+import math
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hang_finder import DumpError, find_hang, load_dump, main, scan
@@ -105,3 +109,76 @@ def test_the_command_line_says_what_is_wrong_with_exit_status_2(
         assert code == 2, f"main({argv}) returned {code}, expected 2"
         assert err and "Traceback" not in err, f"main({argv}) printed {err!r} on stderr"
         assert names in err, f"main({argv}): the line on stderr should name {names!r}: {err!r}"
+
+
+def _with(path: tuple[Any, ...], value: Any) -> str:
+    doc = copy.deepcopy(_GOOD)
+    node: Any = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return json.dumps(doc)
+
+
+def test_an_integer_field_takes_only_a_json_integer(tmp_path: Path) -> None:
+    """An integer field given as a whole float (12.0), a boolean, text or NaN raises DumpError
+    naming the file: no integer is read from another JSON type."""
+    path = tmp_path / "nccl_trace_rank_1.json"
+    fields = [("pg_status", "0", "last_enqueued_collective"),
+              ("pg_status", "0", "last_completed_collective"),
+              ("entries", 0, "record_id"), ("entries", 0, "pg_id"),
+              ("entries", 0, "collective_seq_id"), ("entries", 0, "p2p_seq_id")]
+    for field in fields:
+        for wrong in (1.0, 0.0, True, "1", math.nan, math.inf):
+            path.write_text(_with(field, wrong), encoding="utf-8")
+            got = _refusal(path)
+            assert got == "DumpError naming the file", f"{field} = {wrong!r}: {got}"
+
+
+def _refusal(path: Path) -> str:
+    """What load_dump does with the file, in words."""
+    try:
+        load_dump(path)
+    except DumpError as err:
+        named = path.name in str(err)
+        return "DumpError naming the file" if named else f"DumpError without the file: {err}"
+    except Exception as err:  # any other exception is the failure reported
+        return f"{type(err).__name__}: {err}, not DumpError"
+    return "accepted the dump (not a JSON integer); expected DumpError"
+
+
+def test_a_group_with_a_repeated_rank_raises_dump_error(tmp_path: Path) -> None:
+    """A group whose ranks repeat one ("[1, 0, 1]") raises DumpError naming the file; ranks out of
+    order ("[1, 0]") are sorted."""
+    path = tmp_path / "nccl_trace_rank_1.json"
+    for ranks in ("[1, 0, 1]", [0, 1, 1]):
+        path.write_text(_with(("pg_config", "0", "ranks"), ranks), encoding="utf-8")
+        with pytest.raises(DumpError, match=r"nccl_trace_rank_1\.json"):
+            load_dump(path)
+    path.write_text(_with(("pg_config", "0", "ranks"), "[1, 0]"), encoding="utf-8")
+    got = load_dump(path).groups["0"].ranks
+    assert got == (0, 1), f"ranks '[1, 0]' read as {got}, expected (0, 1)"
+
+
+def test_scan_raises_when_two_readable_files_claim_one_rank(tmp_path: Path) -> None:
+    """Two readable files of one rank make scan raise ValueError: the folder, not a file, is
+    wrong."""
+    docs = job(2, 1, 1).docs
+    for name, r in (("trace_0.json", 0), ("trace_1.json", 1), ("host-b_rank_1.json", 1)):
+        (tmp_path / name).write_text(json.dumps(docs[r]), encoding="utf-8")
+    try:
+        got: object = scan(tmp_path)
+    except ValueError:
+        return
+    pytest.fail(f"trace_1.json and host-b_rank_1.json both hold rank 1: scan returned {got}, "
+                f"expected ValueError")
+
+
+def test_a_broken_file_without_a_rank_raises_value_error_naming_it(tmp_path: Path) -> None:
+    """A broken file whose name has no number, and no rank given: a ValueError naming the file
+    (DumpError or the missing rank, whichever is found first)."""
+    for name, text in (("trace.json", "{"), ("rankless.json", ""), ("trace.json", "[1, 2]")):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match=re.escape(name)):
+            load_dump(path)

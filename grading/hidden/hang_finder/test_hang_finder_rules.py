@@ -273,3 +273,73 @@ def test_one_rank_world_and_scan_infers_world_size(tmp_path: Path) -> None:
     j = job(4, 2, 2, fault="crash", culprit=3, hang_op=2)
     _write(tmp_path, j.docs)
     assert scan(tmp_path) == find_hang(dumps_of(j.docs), 4), "rank 3 crashed: groups name it"
+
+
+def _default4(status: tuple[int, int, int], entries: list[Doc]) -> Doc:
+    return document({"0": ("default_pg", [0, 1, 2, 3])}, {"0": status}, entries)
+
+
+def test_only_members_still_in_seq_vote_for_the_reference() -> None:
+    """Members that completed seq do not vote for the reference signature: only those still in
+    it do (three completed 12 with [[3, 4]], one sits in it with [[4, 5]]: all_entered)."""
+    done = [entry(10, 0, 11, sizes=[[3, 4]]), entry(11, 0, 12, sizes=[[3, 4]])]
+    docs = {r: _default4((12, -1, 12), done) for r in range(3)}
+    docs[3] = _default4((12, -1, 11), [entry(10, 0, 11, sizes=[[3, 4]]),
+                                       entry(11, 0, 12, sizes=[[4, 5]], state="scheduled")])
+    (f,) = report_of(docs, 4).findings
+    got = (f.seq, f.kind, f.op, f.missing, f.mismatched)
+    want = (12, "all_entered", "nccl:all_reduce", (), ())
+    assert got == want, (
+        f"ranks 0-2 completed seq 12 with [[3, 4]], rank 3 sits in it with [[4, 5]]: seq, kind, "
+        f"op, missing, mismatched = {got}, expected {want} (rank 3 alone is still in seq 12, "
+        f"so its signature is the reference)")
+
+
+def test_nothing_completed_yet_means_seq_1() -> None:
+    """-1 in pg_status ("none yet") counts as 0: a group where nothing completed is at seq 1."""
+    docs = {0: two_rank({"0": (1, -1, -1), "1": (-1, -1, -1)},
+                        [entry(0, 0, 1, state="scheduled")]),
+            1: two_rank({"0": (-1, -1, -1), "1": (-1, -1, -1)}, [])}
+    got = summary(report_of(docs, 2))
+    want: list[Any] = [("0", (0, 1), 1, "missing_rank", (1,), (), ())]
+    assert got == want, (
+        f"rank 0 entered seq 1 of group 0, rank 1 nothing, neither completed anything (-1): "
+        f"got {got}, expected {want}")
+
+
+def test_a_member_whose_dump_does_not_list_the_group_is_missing() -> None:
+    """A member whose dump does not list the group issued nothing in it: it is missing, and seq
+    comes from the members that list the group."""
+    waiting = [entry(10, 0, 11), entry(11, 0, 12, state="scheduled")]
+    docs = {r: _default4((12, -1, 11), waiting) for r in range(3)}
+    docs[3] = document({"5": ("solo", [3])}, {"5": (4, -1, 4)}, [entry(3, 5, 4, desc="solo")])
+    report = report_of(docs, 4)
+    got = summary(report)
+    want: list[Any] = [("0", (0, 1, 2, 3), 12, "missing_rank", (3,), (), ())]
+    assert got == want, (
+        f"ranks 0-2 wait in seq 12 of group 0 [0, 1, 2, 3]; rank 3's dump lists only its own "
+        f"group 5: got {got}, expected {want}")
+    assert (report.kind, report.no_dump) == ("missing_rank", ()), (
+        f"rank 3 left a dump: Report kind, no_dump = {report.kind!r}, {report.no_dump}")
+
+
+def test_findings_with_the_same_members_sort_by_id_as_a_string() -> None:
+    """Findings of groups with the same members sort by id as a string: "10", "2", "9"."""
+    cfg = {pg: (f"pg{pg}", [0, 1]) for pg in ("9", "10", "2")}
+    docs = {r: document(cfg, {pg: (1, -1, 0) for pg in cfg},
+                        [entry(i, int(pg), 1, state="scheduled", desc=f"pg{pg}")
+                         for i, pg in enumerate(cfg)]) for r in (0, 1)}
+    got = [f.group for f in report_of(docs, 2).findings]
+    assert got == ["10", "2", "9"], (
+        f"groups 9, 10 and 2 of ranks 0 and 1 are all stuck: findings in order {got}, expected "
+        f"['10', '2', '9'] (ids compare as strings)")
+
+
+def test_scan_of_an_empty_folder_reports_rank_0_without_a_dump(tmp_path: Path) -> None:
+    """scan of an empty folder infers world_size 1: rank 0 left no dump (missing_rank)."""
+    got = scan(tmp_path)
+    assert got == Report("missing_rank", (), (0,)), (
+        f"scan(empty folder) returned {got}, expected Report('missing_rank', (), (0,))")
+    got = scan(tmp_path, 3)
+    assert (got.kind, got.no_dump) == ("missing_rank", (0, 1, 2)), (
+        f"scan(empty folder, world_size=3) returned {got}: ranks 0-2 have no dump")

@@ -212,6 +212,31 @@ def test_timestamps_come_from_the_injected_clock() -> None:
         assert epoch(moved["created_at"]) == T0 and epoch(moved["updated_at"]) == T0 + 90
 
 
+def test_a_cancel_that_moves_the_job_stamps_updated_at_and_a_repeat_does_not() -> None:
+    """A cancel that changes the state sets updated_at from the clock; a repeated cancel,
+    which changes nothing, leaves it as it was."""
+    for path in ([], ["running"]):
+        clock = Clock()
+        with open_api(clock=clock) as api:
+            job_id = api.create()["id"]
+            clock.t += 10
+            drive(api, job_id, path)
+            clock.t += 30
+            first = api.call("POST", f"/jobs/{job_id}/cancel").json()
+            clock.t += 30
+            again = api.call("POST", f"/jobs/{job_id}/cancel").json()
+            shown = api.call("GET", f"/jobs/{job_id}").json()
+            state = CANCEL["running" if path else "queued"]
+            for what, job, want in [("the cancel's answer", first, T0 + 40),
+                                    ("the repeated cancel's answer", again, T0 + 40),
+                                    ("GET after both", shown, T0 + 40)]:
+                got = (job["state"], epoch(job["created_at"]), epoch(job["updated_at"]))
+                assert got == (state, T0, want), (
+                    f"{' then '.join(['queued', *path])}, cancelled at T0+40 and again at "
+                    f"T0+70: {what} has state, created_at, updated_at = {got}, expected "
+                    f"{(state, T0, want)}")
+
+
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize(("path", "after"), [([], "cancelled"), (["running"], "cancelling")])

@@ -180,6 +180,31 @@ async def test_cancelling_every_caller_leaves_no_empty_batch() -> None:
 
 
 @trio_only
+async def test_a_full_batch_that_loses_a_caller_while_the_slots_are_busy_waits_for_its_window(
+        ) -> None:
+    """A batch due by size while every slot is busy that loses a caller before a slot frees is
+    no longer due: it goes when its window ends, not the moment the slot frees."""
+    rig = Rig(size=3, wait=W)
+    rig.gate = anyio.Event()
+    async with rig.open() as tg:
+        await rig.submit(tg, 0, 1, 2)  # full: in flight until the gate opens
+        await anyio.sleep(W / 8)
+        await rig.submit(tg, 3, 4, 5)  # full while the slot is busy: due by size
+        await anyio.sleep(W / 8)
+        rig.cancel(4)  # [3, 5]: no longer full; its window ends at W / 8 + W
+        await quiesce()
+        await anyio.sleep(W / 4)
+        rig.gate.set()  # the slot frees at W / 2
+        await rig.wait_for([0, 1, 2, 3, 5])
+    want = [(0.0, [0, 1, 2]), (1.125 * W, [3, 5])]
+    assert rig.calls == want, (
+        f"max_batch_size=3, max_wait={W}, one slot busy from 0 to {W / 2}: 3, 4, 5 arrive at "
+        f"{W / 8}, the caller of 4 is cancelled at {W / 4}: dispatched {rig.calls}, expected "
+        f"{want} (a batch that lost a caller is due by its window, not when the slot frees)")
+    rig.returned([0, 1, 2, 3, 5])
+
+
+@trio_only
 @pytest.mark.points(2)
 @pytest.mark.parametrize("withdrawn", ["second", "first"])
 async def test_withdrawing_an_item_does_not_restart_the_window(withdrawn: str) -> None:

@@ -161,6 +161,8 @@ def test_separators_pid_and_name_variants() -> None:
 
 @given(code=st.integers(0, 10**9).filter(lambda c: not 144 <= c <= 150 and c != 154))
 @example(code=79)
+@example(code=48)  # the table's answer (RESET_GPU): the story once said "hardware ticket"
+@example(code=64)
 @example(code=999)
 @example(code=0)
 @example(code=143)  # the edges of the NVLink5 range and of Xid 154
