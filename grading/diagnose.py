@@ -49,6 +49,12 @@ class Diagnosis:
     explains: int  # how many of the submission's failures its signature covers
 
 
+# The share of the checks a known bug passes that a submission must pass too before the bug is
+# named: a wrong answer that is the bug passes them all; one that fails for other reasons too
+# (most of all, one that passes nothing) is not said to be it.
+ALIKE = 0.8
+
+
 def digest(exercise: catalog.Exercise) -> str:
     """sha256 of every file that decides the signatures of `exercise`."""
     h = hashlib.sha256()
@@ -89,20 +95,27 @@ def is_current(exercise: catalog.Exercise) -> bool:
     return data is not None and data.get("digest") == digest(exercise)
 
 
-def diagnose(exercise: catalog.Exercise, failed: Iterable[str]) -> list[Diagnosis]:
-    """The known bugs whose signatures the failed check ids contain, best first.
+def diagnose(exercise: catalog.Exercise, failed: Iterable[str],
+             passed: Iterable[str]) -> list[Diagnosis]:
+    """The known bugs the submission behaves like, best first.
 
-    Empty when the stored signatures are missing or stale (a stale signature could name the
-    wrong bug), or when nothing failed.
+    A bug is named only when the submission fails every check the bug fails (its signature)
+    *and* passes at least `ALIKE` of the checks the bug passes: a submission that fails nearly
+    everything (the unmodified stub, one that cannot be imported, a file for another exercise)
+    contains every signature and behaves like none of them. Empty when the stored signatures
+    are missing or stale (a stale signature could name the wrong bug), or when nothing failed.
     """
-    failures = set(failed)
+    failures, passes = set(failed), set(passed)
     data = stored(exercise)
-    if not failures or data is None or data.get("digest") != digest(exercise):
+    if not failures or not passes or data is None or data.get("digest") != digest(exercise):
         return []
+    every = set(data.get("costs", {})) | failures | passes
     found = []
     for bug, entry in data.get("mutants", {}).items():
         signature = set(entry.get("fails", ()))
-        if signature and signature <= failures:
+        alike = every - signature
+        if (signature and signature <= failures
+                and len(alike & passes) >= ALIKE * len(alike)):
             found.append(Diagnosis(bug, entry.get("summary", bug), entry.get("rule", ""),
                                    len(signature)))
     found.sort(key=lambda d: (-d.explains, d.bug))

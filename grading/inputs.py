@@ -7,6 +7,7 @@ imports the other at the top. Standard library only.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import fnmatch
 import glob
@@ -96,3 +97,59 @@ def _matching(checks: list[Check], name: str) -> list[Check]:
         raise UsageError(f"--check {name!r} is a prefix of {len(functions)} checks ({shown}); "
                          "give more of the name, or a glob such as 'test_x*'")
     return [c for c in checks if functions and _function(c) == functions[0]]
+
+
+def unfit(exercise: catalog.Exercise, path: Path) -> str:
+    """Why `path` cannot be graded as `exercise` ("" when it can): not Python source, a syntax
+    error, the unmodified stub, or missing public names the checks import. Said once, before
+    any check runs, instead of once per check."""
+    parsed = _parse(path)
+    if isinstance(parsed, str):
+        return parsed
+    data, tree = parsed
+    stub = exercise.stub.read_bytes()
+    if data == stub:
+        return "not started: this is the unmodified stub"
+    defined = _defined_names(tree)
+    missing = sorted(_public_names(ast.parse(stub)) - defined) if defined is not None else []
+    if missing:
+        return f"missing names: {', '.join(missing)} (is it a file of another exercise?)"
+    return ""
+
+
+def _parse(path: Path) -> tuple[bytes, ast.Module] | str:
+    """The file's bytes and syntax tree, or why it is not Python source."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror}"
+    if b"\0" in data:
+        return "not a Python source file (NUL bytes: a zip or a binary?)"
+    try:
+        return data, ast.parse(data.decode("utf-8"), filename=path.name)
+    except UnicodeDecodeError:
+        return "not a Python source file (not UTF-8 text)"
+    except SyntaxError as exc:
+        return f"syntax error at line {exc.lineno}: {exc.msg}"
+
+
+def _public_names(tree: ast.Module) -> set[str]:
+    """The stub's public top-level classes and functions: what the checks import."""
+    return {node.name for node in tree.body
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and not node.name.startswith("_")}
+
+
+def _defined_names(tree: ast.Module) -> set[str] | None:
+    """Every name a module binds anywhere (None after a star import: it may bind anything)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            if node.name == "*":
+                return None
+            names.add((node.asname or node.name).split(".")[0])
+    return names

@@ -70,6 +70,7 @@ def as_dict(grade: Grade, feedback: str = "full") -> dict[str, Any]:
             for r in _listed(grade, feedback)
         ],
         "grader": grade.provenance,
+        "reason": grade.reason or None,
     }
     if feedback == "score":
         data["hidden_by_category"] = hidden_by_category(grade)
@@ -158,7 +159,7 @@ def as_csv(grades: list[Grade], out: TextIO) -> None:
     """One row per submission, for a spreadsheet: totals, counts and points by category."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["exercise", "submission", "score", "max_score", "percent", *STATUSES,
-                     *CATEGORIES, "duration_s", "grader_commit", "checks_sha256"])
+                     *CATEGORIES, "duration_s", "grader_commit", "checks_sha256", "reason"])
     for grade in grades:
         counts = Counter(r.status for r in grade.results)
         by_category: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
@@ -169,7 +170,7 @@ def as_csv(grades: list[Grade], out: TextIO) -> None:
                          num(grade.max_score), f"{pct:.1f}", *(counts[s] for s in STATUSES),
                          *(num(by_category[c]) for c in CATEGORIES), f"{grade.duration:.1f}",
                          grade.provenance.get("commit", ""),
-                         grade.provenance.get("checks_sha256", "")])
+                         grade.provenance.get("checks_sha256", ""), grade.reason])
 
 
 def changes(before: Grade | None, after: Grade) -> list[str]:
@@ -223,7 +224,10 @@ def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool, feedback: st
 
     out.write(f"{grade.exercise} · {grade.submission}\n")
     width = max((len(f"{num(r.check.points)}") for r in grade.results), default=1)
-    for r in _listed(grade, feedback):
+    if grade.reason:  # one failure, said once
+        said = "not graded" if grade.refused else "every check failed the same way"
+        out.write(f"  {paint(said, 'failed')}: {grade.reason}\n")
+    for r in [] if grade.reason else _listed(grade, feedback):
         mark = paint(f"{_MARKS.get(r.status, r.status):<5}", r.status)
         pts = f"{num(r.earned):>{width}}/{num(r.check.points):<{width}}"
         out.write(f"  {mark} {pts}  {r.check.visibility:<7}  {r.check.name}\n")

@@ -54,6 +54,10 @@ class Grade:
     provenance: dict[str, Any] = field(default_factory=dict)  # what graded it (see provenance.py)
     # Known bugs the failures look like, best first: {"bug", "summary", "rule"} (diagnose.py)
     diagnoses: list[dict[str, str]] = field(default_factory=list)
+    # Why the submission was not graded check by check, or why every check failed the same way
+    # ("not started: ...", "syntax error at line 9: ..."); "" for an ordinary grading.
+    reason: str = ""
+    refused: bool = False  # `reason` was found before any check ran, and none did
 
     @property
     def score(self) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,9 +14,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, diagnose, forkserver, isolation, provenance, report, sandbox, state
+from grading import (
+    catalog,
+    diagnose,
+    forkserver,
+    inputs,
+    isolation,
+    provenance,
+    report,
+    sandbox,
+    state,
+)
 from grading.inputs import UsageError, select, submissions
-from grading.results import Check, Grade, num
+from grading.results import Check, Grade, Result, num
 
 _MYPY_LIMIT = 180.0  # seconds; a cold cache over fastapi's stubs takes a while
 
@@ -143,6 +154,11 @@ def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[Check],
                limits: sandbox.Limits, args: argparse.Namespace,
                progress: report.ProgressLine) -> Grade:
     started = time.monotonic()
+    unfit = inputs.unfit(exercise, path)
+    if unfit:  # said once, not once per check
+        results = [Result(c, status="error", message=unfit) for c in checks]
+        return Grade(exercise.name, _display(path), results, time.monotonic() - started, "",
+                     provenance.of(exercise), reason=unfit, refused=True)
     with tempfile.TemporaryDirectory(prefix="grader-mypy-") as tmp:
         mypy = None if args.no_mypy else _start_mypy(exercise, path, Path(tmp))
         results = sandbox.grade(
@@ -150,12 +166,25 @@ def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[Check],
             lambda done, total, name: progress(done, total, f"{exercise.name}: {name}"))
         line = _finish_mypy(mypy) if mypy is not None else ""
     grade = Grade(exercise.name, _display(path), results, time.monotonic() - started, line,
-                  provenance.of(exercise))
+                  provenance.of(exercise), reason=_one_failure(results, path, exercise))
     if not (args.check or args.visible):  # a signature speaks of a whole grading
         failed = [r.check.id for r in results if r.status != "passed"]
+        passed = [r.check.id for r in results if r.status == "passed"]
         grade.diagnoses = [{"bug": d.bug, "summary": d.summary, "rule": d.rule}
-                           for d in diagnose.diagnose(exercise, failed)[:diagnose.SHOWN]]
+                           for d in diagnose.diagnose(exercise, failed, passed)[:diagnose.SHOWN]]
     return grade
+
+
+def _one_failure(results: list[Result], path: Path, exercise: catalog.Exercise) -> str:
+    """The one reason every check failed, when they all failed with the same message (an
+    import that fails, say), with the submission's own path in place of the grader's copy."""
+    if len(results) < 2 or any(r.status == "passed" for r in results):
+        return ""
+    copy = re.compile(rf"\S*/work/{re.escape(exercise.name)}\.py")
+    said = {" | ".join(line.strip() for line in copy.sub(str(path), r.message).splitlines()
+                       if line.strip())
+            for r in results}
+    return said.pop() if len(said) == 1 and "" not in said else ""
 
 
 def _display(path: Path) -> str:
