@@ -156,7 +156,7 @@ def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[Check],
     started = time.monotonic()
     unfit = inputs.unfit(exercise, path)
     if unfit:  # said once, not once per check
-        results = [Result(c, status="error", message=unfit) for c in checks]
+        results = [Result(c, status="failed", message=unfit) for c in checks]
         return Grade(exercise.name, _display(path), results, time.monotonic() - started, "",
                      provenance.of(exercise), reason=unfit, refused=True)
     with tempfile.TemporaryDirectory(prefix="grader-mypy-") as tmp:

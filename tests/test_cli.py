@@ -119,7 +119,7 @@ def test_gradescope_report_follows_the_autograder_schema() -> None:
     for test in results["tests"]:
         assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
         assert test["status"] == "failed" and test["score"] == 0
-        assert "NotImplementedError" in test["output"]
+        assert "not started: this is the unmodified stub" in test["output"]
 
 
 def test_junit_report_is_xml_with_one_case_per_check(tmp_path: Path) -> None:
@@ -156,13 +156,28 @@ def test_the_wall_limit_ends_a_run_of_hanging_checks(tmp_path: Path) -> None:
     assert set(_statuses(grade).values()) == {"timeout"}
 
 
-def test_a_syntax_error_fails_every_check_with_the_error(tmp_path: Path) -> None:
+def test_a_syntax_error_is_said_once_with_its_line(tmp_path: Path) -> None:
     sub = tmp_path / "submission.py"
     sub.write_text(_REFERENCE + "\ndef broken(:\n", encoding="utf-8")
+    line = len(_REFERENCE.splitlines()) + 2
     code, grade = _grade_json("--submission", str(sub), *_CHECKS)
     assert code == 1 and grade["score"] == 0
-    messages = [c["message"] for c in grade["checks"]]  # type: ignore[attr-defined]
-    assert all("SyntaxError" in m for m in messages), messages
+    assert str(grade["reason"]).startswith(f"syntax error at line {line}"), grade["reason"]
+    done = run_grader(["token_bucket", "--no-mypy", "--submission", str(sub), *_CHECKS])
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and f"not graded: syntax error at line {line}" in lines[1], lines
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"PK\x03\x04\x00\x00", "not a Python source file"),
+    (b"from interval_union import merge\n", "missing names: Decision, KeyedLimiter, TokenBucket"),
+])
+def test_a_file_that_is_not_an_answer_is_refused_in_one_line(
+        tmp_path: Path, content: bytes, reason: str) -> None:
+    sub = tmp_path / "bob.py"
+    sub.write_bytes(content)
+    done = run_grader(["token_bucket", "--no-mypy", "--format", "csv", "--submission", str(sub)])
+    assert done.code == 1 and reason in done.stdout.splitlines()[1], done.stdout
 
 
 def test_grading_a_stack_gives_one_report_per_submission(tmp_path: Path) -> None:
