@@ -470,8 +470,18 @@ def _falsifying(notes: str) -> str:
     return _cut(notes.strip())
 
 
+# pytest's advice about its own flags (`-v`, `-vv`), which the grader does not take.
+_ADVICE = re.compile(r"(?i)^\s*(use -v+ to get more diff|.*, use -v+ to show|full diff:)\s*$")
+
+
 def _cut(text: str) -> str:
-    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + " ..."
+    """`text` without pytest's flag advice, cut in the middle when long (a message's first
+    lines say what failed; its last often say why)."""
+    text = "\n".join(line for line in text.splitlines() if not _ADVICE.match(line))
+    if len(text) <= _MESSAGE_CHARS:
+        return text
+    head, tail = _MESSAGE_CHARS * 2 // 3, _MESSAGE_CHARS // 3
+    return f"{text[:head]} ... ({len(text) - head - tail} characters) ... {text[-tail:]}"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

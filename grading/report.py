@@ -236,11 +236,11 @@ def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool, feedback: st
         if _shown(r, feedback):
             detail = [line for line in r.message.splitlines() if line.strip()]
             detail += [line for line in r.falsifying.splitlines() if line.strip()]
-            limit = len(detail) if verbose else 6
-            for line in detail[:limit]:
+            kept = detail if verbose else _kept(detail, 6)
+            for line in kept:
                 out.write(f"          {line if verbose else _clip(line)}\n")
-            if len(detail) > limit:
-                more = len(detail) - limit
+            if len(detail) > len(kept):
+                more = len(detail) - len(kept)
                 out.write(f"          ... ({more} more lines; --verbose shows all)\n")
         out.write(f"          rerun: --check {r.check.id.split('::', 1)[1]}\n")
     if feedback == "full":
@@ -263,13 +263,30 @@ def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool, feedback: st
 _WIDTH = 160
 
 
+def _kept(lines: list[str], most: int) -> list[str]:
+    """At most `most` of `lines`, in order: the first (what failed), the last (a check's own
+    explanation often ends its message), the comparisons (`a != b`), then the earliest."""
+    if len(lines) <= most:
+        return lines
+    order = [0, len(lines) - 1, *(i for i, line in enumerate(lines) if " != " in line),
+             *range(len(lines))]
+    chosen: list[int] = []
+    for i in order:
+        if i not in chosen:
+            chosen.append(i)
+        if len(chosen) == most:
+            break
+    return [lines[i] for i in sorted(chosen)]
+
+
 def _clip(line: str) -> str:
-    """A long line cut at a word boundary, never mid-value, with a pointer to --verbose."""
+    """A long line cut in the middle (its start says what, its end often the value that
+    differs), with a pointer to --verbose."""
     if len(line) <= _WIDTH:
         return line
-    cut = line.rfind(" ", 0, _WIDTH - 20)
-    cut = cut if cut > _WIDTH // 2 else _WIDTH - 20
-    return f"{line[:cut]} ... ({len(line) - cut} more characters; --verbose shows all)"
+    head, tail = _WIDTH * 3 // 5, _WIDTH // 4
+    return (f"{line[:head]} ... ({len(line) - head - tail} characters; --verbose shows all) "
+            f"... {line[-tail:]}")
 
 
 class ProgressLine:
