@@ -94,6 +94,22 @@ Send back {files}. Only these files are graded; keep the names and the public AP
 """
 
 
+_GRADER = re.compile(r"`(?:uv run |python )grader\.py (\w+)[^`]*`")
+_EXERCISE_PATH = re.compile(r"\bexercises/(\w+|NAME)\b")
+
+
+def in_bundle(text: str) -> str:
+    """`text` as a bundle says it: commands that run in the bundle, where the exercise folders
+    sit at the top and there is no grader (the interviewer grades what comes back)."""
+    def grader(match: re.Match[str]) -> str:
+        said = f"the interviewer's grader (`grader.py {match[1]}`, not in this bundle)"
+        starts = match.start() == 0 or text[match.start() - 1] == "\n"
+        return said[0].upper() + said[1:] if starts else said
+
+    text = _GRADER.sub(grader, text)
+    return _EXERCISE_PATH.sub(r"\1", text)
+
+
 def bundle(exercises: list[catalog.Exercise], output: Path) -> None:
     """Write the take-home for `exercises` to a folder, or to a zip when `output` ends in .zip."""
     if output.suffix == ".zip":
@@ -117,7 +133,8 @@ def _write(exercises: list[catalog.Exercise], root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
         (root / "README.md").write_text(_readme(exercises), encoding="utf-8")
         (root / "pyproject.toml").write_text(_pyproject(exercises), encoding="utf-8")
-        shutil.copyfile(catalog.EXERCISES / "conftest.py", root / "conftest.py")
+        conftest = (catalog.EXERCISES / "conftest.py").read_text(encoding="utf-8")
+        (root / "conftest.py").write_text(in_bundle(conftest), encoding="utf-8")
         for exercise in exercises:
             folder = root / exercise.name
             folder.mkdir()
@@ -126,7 +143,11 @@ def _write(exercises: list[catalog.Exercise], root: Path) -> None:
             if exercise.hints.is_file():
                 parts.append(exercise.hints)
             for part in parts:
-                shutil.copyfile(part, folder / part.name)
+                if part.suffix in (".md", ".py"):
+                    text = part.read_text(encoding="utf-8")
+                    (folder / part.name).write_text(in_bundle(text), encoding="utf-8")
+                else:
+                    shutil.copyfile(part, folder / part.name)
     except OSError as exc:
         raise BundleError(f"cannot write {root}: {exc.strerror}") from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -60,6 +61,26 @@ def test_bundle_visible_tests_run_with_its_readme_command(tmp_path: Path) -> Non
     assert done.returncode == 1, f"exit {done.returncode}: {done.stdout[-2000:]}{done.stderr}"
     assert " failed" in summary and "error" not in summary, summary
     assert "NotImplementedError" in done.stdout
+
+
+def test_every_command_a_bundle_shows_runs_inside_it(tmp_path: Path) -> None:
+    """Every `uv run ...` the bundle's statements, tests, hints and README show runs there (it
+    has no grader and no exercises/ folder), and no line names the grader as a command."""
+    out = tmp_path / "take-home"
+    assert run_grader(["bundle", "interval_union", "versioned_kv", "--output", str(out)]).code == 0
+    texts = {p: p.read_text(encoding="utf-8") for p in out.rglob("*") if p.suffix in (".md", ".py")}
+    assert not [p for p, t in texts.items() if re.search(r"`(uv run |python )grader\.py", t)]
+    assert not [p for p, t in texts.items() if "exercises/" in t]
+    commands = sorted({c for t in texts.values() for c in re.findall(r"`(uv run [^`]+)`", t)})
+    assert commands, "the bundle shows no command"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT")}
+    for command in commands:
+        argv = [word.replace("NAME", "interval_union") for word in command.split()]  # a template
+        if "pytest" in argv:
+            argv += ["-x", "-q"]  # against the stubs the first test fails: enough to prove it runs
+        done = subprocess.run(argv, cwd=out, env=env, capture_output=True, text=True,
+                              timeout=600, check=False)
+        assert done.returncode in (0, 1), f"{command}: exit {done.returncode}: {done.stderr[-800:]}"
 
 
 def test_hints_come_one_more_each_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
