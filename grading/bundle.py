@@ -171,6 +171,8 @@ def gradescope(exercise: catalog.Exercise, output: Path, *, feedback: str = "ful
     files = [root / "grader.py", root / "pyproject.toml", root / "uv.lock",
              catalog.EXERCISES / "conftest.py", *exercise.hidden_files,
              *sorted((root / "grading").glob("*.py")),
+             *[p for p in [root / "grading" / "signatures" / f"{exercise.name}.json"]
+               if p.is_file()],  # diagnosis in the image: the signatures of its checks
              *sorted(p for p in exercise.folder.iterdir() if p.is_file())]
     try:
         with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -189,8 +189,9 @@ def _rerun_under_uv(argv: list[str]) -> None:
         raise UsageError(
             f"missing dependencies ({', '.join(missing)}); install uv (pip install uv) and run "
             f"`uv run grader.py {' '.join(argv)}`")
-    print("grader: dependencies not installed in this Python; running under `uv run` "
-          "(the first run sets up .venv)", file=sys.stderr)
+    setup = "" if (catalog.ROOT / ".venv").is_dir() else " (the first run sets up .venv)"
+    print(f"grader: dependencies not installed in this Python; running under `uv run`{setup}",
+          file=sys.stderr)
     env = {**os.environ, _REEXEC: "1"}
     os.execve(uv, [uv, "run", "--project", str(catalog.ROOT), "python",
                    str(catalog.ROOT / "grader.py"), *argv], env)

@@ -33,10 +33,10 @@ def of(exercise: catalog.Exercise) -> dict[str, Any]:
 
 
 def checks_digest(exercise: catalog.Exercise) -> str:
-    """sha256 over the exercise's visible tests, hidden checks, data files and reference."""
+    """sha256 over the exercise's visible tests, hidden checks and data files: the checks, the
+    same in the repository and in a Gradescope image (which holds no reference)."""
     digest = hashlib.sha256()
-    files = [exercise.visible_tests, *exercise.hidden_files, *exercise.data_files,
-             exercise.solution]
+    files = [exercise.visible_tests, *exercise.hidden_files, *exercise.data_files]
     for path in files:
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, run_grader
+from grading import catalog
+from grading.provenance import checks_digest
+from tests.helpers import ROOT, mutant_file, run_grader
 
 pytestmark = pytest.mark.skipif(shutil.which("uv") is None, reason="the autograder needs uv")
 
@@ -87,6 +89,18 @@ def _two_wrong_names(result: dict[str, Any]) -> None:
 def _one_other_name(result: dict[str, Any]) -> None:
     assert result["tests"] and result["score"] == sum(t["max_score"] for t in result["tests"])
     assert result["output"].startswith("Graded src/solution.py."), result["output"]
+
+
+_KNOWN_BUG = mutant_file(catalog.MUTANTS / "token_bucket" / "refusal_consumes.diff")
+
+
+@_case("known_bug", {"token_bucket.py": _KNOWN_BUG.read_text(encoding="utf-8")})
+def _known_bug(result: dict[str, Any]) -> None:
+    """The image carries the signatures: diagnosis works there as on the command line, and the
+    checks' digest is the repository's."""
+    assert "This looks like a known bug" in result["output"], result["output"]
+    grader = result["extra_data"]["grader"]
+    assert grader["checks_sha256"] == checks_digest(catalog.Exercise("token_bucket")), grader
 
 
 @pytest.fixture(scope="module")
