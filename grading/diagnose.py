@@ -1,44 +1,25 @@
-"""Diagnosis by signature: which known bug a submission's failures look like.
+"""Diagnosis by signature: which known bug a submission behaves like.
 
-Every mutant has a signature: the set of checks it fails when graded in full. The signatures
-of an exercise are stored in `grading/signatures/NAME.json` with a digest of everything that
-decides them (the test files, the reference, the patches, the plugin); the repository's suite
-fails when a stored digest no longer matches, naming the command that recomputes them:
-
-    python -m grading.diagnose refresh [NAME...]
-
-The same file keeps what each check cost the reference (its median seconds over three full
-gradings, measured by `refresh` before the mutants are graded): the grader deals checks to its
-children by these, so that the children finish together (`sandbox._deal`).
-
-The rule: a mutant matches a submission when every check the mutant fails, the submission fails
-too (its signature is contained in the failures). The first diagnosis is the match that explains
-the most failures (the largest signature; ties by name). A second is shown only when it explains
-failures the first does not (two bugs at once): the match covering the most of those. A
-submission whose failures contain no signature gets no diagnosis: a guess would mislead more
-than silence.
+A mutant's signature is the set of checks it fails when graded in full (`grading.signatures`
+stores them). The rule: a known bug is named when the submission fails every check of its
+signature *and* passes at least `ALIKE` of the checks the bug passes, so a submission that fails
+nearly everything (the unmodified stub, an import error, another exercise's file) is named no
+bug. The first diagnosis is the match that explains the most failures (the largest signature;
+ties by name). A second is shown only when it explains failures the first does not (two bugs at
+once): the match covering the most of those. A guess would mislead more than silence.
 
 Standard library only (the grader's parent process imports this).
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import statistics
-import sys
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from grading import catalog, mutants
+from grading import catalog
+from grading.signatures import is_current, stored
 
-STORE = Path(__file__).resolve().parent / "signatures"
 SHOWN = 2  # diagnoses a report shows at most
-_COST_ROUNDS = 3  # full gradings of the reference whose median seconds per check are stored
 
 
 @dataclass(frozen=True)
@@ -53,62 +34,6 @@ class Diagnosis:
 # named: a wrong answer that is the bug passes them all; one that fails for other reasons too
 # (most of all, one that passes nothing) is not said to be it.
 ALIKE = 0.8
-
-
-def digest(exercise: catalog.Exercise) -> str:
-    """sha256 of every file that decides the signatures of `exercise`."""
-    h = hashlib.sha256()
-    files = [Path(__file__).with_name("plugin.py"), exercise.visible_tests,
-             *exercise.hidden_files, *exercise.data_files, exercise.solution, *exercise.mutants]
-    for path in files:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _path(exercise: catalog.Exercise) -> Path:
-    return STORE / f"{exercise.name}.json"
-
-
-def stored(exercise: catalog.Exercise) -> dict[str, Any] | None:
-    """The stored signatures of `exercise`, or None when absent or unreadable."""
-    try:
-        data = json.loads(_path(exercise).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def costs(exercise: catalog.Exercise) -> dict[str, float]:
-    """Seconds the reference spent on each check of `exercise` (by check id) when its signatures
-    were last refreshed; empty when none are stored. Only the dealing of checks to children reads
-    them: a figure that is off costs time, never a result."""
-    data = stored(exercise) or {}
-    raw = data.get("costs")
-    if not isinstance(raw, dict):
-        return {}
-    return {str(cid): float(s) for cid, s in raw.items()
-            if isinstance(s, int | float) and not isinstance(s, bool) and s >= 0}
-
-
-def checks_digest(exercise: catalog.Exercise) -> str:
-    """sha256 of the files a grading runs (the plugin and the checks), without the reference
-    and the patches: what a Gradescope image, which holds neither, can compare."""
-    h = hashlib.sha256()
-    for path in [Path(__file__).with_name("plugin.py"), exercise.visible_tests,
-                 *exercise.hidden_files, *exercise.data_files]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def is_current(exercise: catalog.Exercise) -> bool:
-    """The stored signatures were computed from today's files. Where the reference is absent
-    (a Gradescope image), from today's checks: the reference and patches came with them."""
-    data = stored(exercise)
-    if data is None:
-        return False
-    if not exercise.solution.is_file():
-        return data.get("checks") == checks_digest(exercise)
-    return data.get("digest") == digest(exercise)
 
 
 def diagnose(exercise: catalog.Exercise, failed: Iterable[str],
@@ -144,75 +69,7 @@ def diagnose(exercise: catalog.Exercise, failed: Iterable[str],
     return [found[0], *(d for _, d in more)]
 
 
-def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
-    """Time the reference on every check, then grade every mutant of `exercise` in full (its
-    checks dealt by those times), and store both."""
-    from grading import sandbox  # not at the top: the parent of a plain grading skips this
+if __name__ == "__main__":  # the command's former name: `python -m grading.signatures`
+    from grading.signatures import main
 
-    checks = sandbox.collect(exercise)
-    seconds: dict[str, list[float]] = {}
-    for _ in range(_COST_ROUNDS):  # one at a time: the figures are for a grading alone
-        for result in sandbox.grade(exercise, exercise.solution, checks):
-            seconds.setdefault(result.check.id, []).append(result.duration)
-    measured = {cid: round(statistics.median(times), 3) for cid, times in sorted(seconds.items())}
-    checks = sandbox.with_costs(checks, measured)
-    all_mutants = mutants.of(exercise)
-
-    def signature(mutant: mutants.Mutant) -> tuple[mutants.Mutant, list[str]]:
-        path = mutants.materialize(mutant)
-        results = sandbox.grade(exercise, path, checks)
-        return mutant, sorted(r.check.id for r in results if r.status != "passed")
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        graded = list(pool.map(signature, all_mutants))
-    data = {
-        "digest": digest(exercise),
-        "checks": checks_digest(exercise),
-        "costs": measured,
-        "mutants": {
-            m.bug: {"summary": m.summary, "rule": _rule(m), "fails": fails}
-            for m, fails in graded
-        },
-    }
-    STORE.mkdir(exist_ok=True)
-    path = _path(exercise)
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return path
-
-
-def _rule(mutant: mutants.Mutant) -> str:
-    return next((line.split(":", 1)[1].strip() for line in mutant.header.splitlines()
-                 if line.startswith("Rule:")), "")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m grading.diagnose",
-        description="Recompute the stored mutant signatures (grades every mutant in full) "
-                    "and what each check costs the reference (three gradings of it).")
-    parser.add_argument("verb", choices=("refresh", "check"),
-                        help="refresh: recompute; check: say which stored ones are stale")
-    parser.add_argument("names", nargs="*", metavar="NAME", help="exercises (default: all)")
-    parser.add_argument("--jobs", type=int, default=2, help="mutants graded at once")
-    args = parser.parse_args(argv)
-    try:
-        chosen = [catalog.find(n) for n in args.names] or catalog.exercises()
-    except catalog.UnknownExercise as exc:
-        print(f"diagnose: {exc}", file=sys.stderr)
-        return 2
-    stale = [e for e in chosen if not is_current(e)]
-    if args.verb == "check":
-        for exercise in stale:
-            print(f"stale: {exercise.name}")
-        return 1 if stale else 0
-    for i, exercise in enumerate(chosen, 1):
-        count = len(exercise.mutants)
-        print(f"diagnose: [{i}/{len(chosen)}] {exercise.name}: grading {count} mutants",
-              file=sys.stderr, flush=True)
-        path = refresh(exercise, max(1, args.jobs))
-        print(f"diagnose: wrote {path.relative_to(catalog.ROOT)}", file=sys.stderr, flush=True)
-    return 0
-
-
-if __name__ == "__main__":
     raise SystemExit(main())

@@ -22,7 +22,7 @@ class Check:
     points: float
     timeout: float
     file: str = ""  # the test file, relative to the work directory ("" if not known)
-    # Seconds the reference spent on it, as `grading.diagnose refresh` measured (the time limit
+    # Seconds the reference spent on it, as `grading.signatures refresh` measured (the time limit
     # where nothing is stored): what `sandbox` deals checks to children by, never a limit.
     cost: float = 0.0
     costed: bool = False  # `cost` was measured on the reference (not a stand-in)

@@ -23,6 +23,7 @@ from grading import (
     provenance,
     report,
     sandbox,
+    signatures,
     state,
 )
 from grading.inputs import UsageError, select, submissions
@@ -46,8 +47,8 @@ def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> in
     for exercise in exercises:
         paths = submissions(exercise, args)
         try:
-            checks = select(sandbox.collect(exercise, limits), args.check, exercise,
-                            visible_only=args.visible)
+            collected = sandbox.collect(exercise, limits, signatures.costs(exercise))
+            checks = select(collected, args.check, exercise, visible_only=args.visible)
         except sandbox.GradingError as exc:
             raise UsageError(str(exc)) from None
         tasks.extend((exercise, path, checks) for path in paths)

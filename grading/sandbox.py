@@ -40,7 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from grading import diagnose, forkserver, hostos, isolation, testcode
+from grading import forkserver, hostos, isolation, testcode
 from grading.catalog import ROOT, Exercise
 from grading.results import Check, Result
 
@@ -93,13 +93,15 @@ class GradingError(Exception):
 Progress = Callable[[int, int, str], None]
 
 
-def collect(exercise: Exercise, limits: Limits = Limits()) -> list[Check]:
-    """The checks of an exercise, collected with its stub (trusted code), with their costs.
+def collect(exercise: Exercise, limits: Limits = Limits(),
+            costs: dict[str, float] | None = None) -> list[Check]:
+    """The checks of an exercise, collected with its stub (trusted code), with `costs` (what
+    each cost the reference: `signatures.costs`) where given.
 
     Cached in `.grader/checks/` under a hash of everything collection reads, so a repeat costs
     no child process.
     """
-    return with_costs(_collected(exercise, limits), diagnose.costs(exercise))
+    return with_costs(_collected(exercise, limits), costs or {})
 
 
 def with_costs(checks: Iterable[Check], costs: dict[str, float]) -> list[Check]:

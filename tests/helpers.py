@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, isolation, mutants, sandbox
+from grading import catalog, isolation, mutants, sandbox, signatures
 from grading.results import Check, Result
 
 ROOT = catalog.ROOT
@@ -48,7 +48,8 @@ def run_grader(args: Sequence[str], *, timeout: float = 300, cwd: Path = ROOT,
 
 @cache
 def checks_of(name: str) -> tuple[Check, ...]:
-    return tuple(sandbox.collect(catalog.Exercise(name)))
+    exercise = catalog.Exercise(name)
+    return tuple(sandbox.collect(exercise, costs=signatures.costs(exercise)))
 
 
 # Lines the session prints at its end (figures a reader of the run wants, such as rates).

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grading import _boot, diagnose, forkserver, isolation, sandbox, testcode
+from grading import _boot, forkserver, isolation, sandbox, signatures, testcode
 from grading.results import Check, Result
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, mutant_file, run_grader
 
@@ -285,11 +285,11 @@ def test_checks_are_dealt_by_what_they_cost_the_reference() -> None:
         ["test_0", "test_5"], ["test_1", "test_2", "test_3", "test_4"]]  # 4.0 and 4.0
     assert [c.cost for c in sandbox.with_costs(ours, {})] == [10.0] * 6  # nothing stored
     for exercise in EXERCISES:
-        stored = diagnose.costs(exercise)
+        stored = signatures.costs(exercise)
         known = {c.id for c in checks_of(exercise.name)}
         assert stored.keys() == known, (
             f"{exercise.name}'s stored costs are not for the checks it has: run "
-            f"`uv run python -m grading.diagnose refresh {exercise.name}`")
+            f"`uv run python -m grading.signatures refresh {exercise.name}`")
 
 
 @pytest.mark.linux_only("finds the grader's processes in /proc")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grading import catalog, diagnose
+from grading import catalog, diagnose, signatures
 from tests.helpers import EXERCISES, SUMMARY
 
 _TARGET = 0.95  # the share of mutants that must diagnose themselves first
@@ -14,29 +14,29 @@ _TARGET = 0.95  # the share of mutants that must diagnose themselves first
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_stored_signatures_match_the_checks_reference_and_patches(
         exercise: catalog.Exercise) -> None:
-    data = diagnose.stored(exercise)
+    data = signatures.stored(exercise)
     assert data is not None, (f"no stored signatures for {exercise.name}: run "
-                              f"`uv run python -m grading.diagnose refresh {exercise.name}`")
-    assert diagnose.is_current(exercise), (
+                              f"`uv run python -m grading.signatures refresh {exercise.name}`")
+    assert signatures.is_current(exercise), (
         f"the signatures of {exercise.name} are stale (its checks, reference or patches "
-        f"changed): run `uv run python -m grading.diagnose refresh {exercise.name}`")
+        f"changed): run `uv run python -m grading.signatures refresh {exercise.name}`")
     assert set(data["mutants"]) == {p.stem for p in exercise.mutants}
 
 
 def test_mutants_diagnose_themselves() -> None:
     named, total, misses = 0, 0, []
     for exercise in EXERCISES:
-        data = diagnose.stored(exercise)
-        if data is None or not diagnose.is_current(exercise):
+        data = signatures.stored(exercise)
+        if data is None or not signatures.is_current(exercise):
             continue  # the test above fails for it, naming the command
-        signatures = {bug: frozenset(e["fails"]) for bug, e in data["mutants"].items()}
+        fails = {bug: frozenset(e["fails"]) for bug, e in data["mutants"].items()}
         every = frozenset(data["costs"])
-        for bug, signature in signatures.items():
+        for bug, signature in fails.items():
             total += 1
             found = diagnose.diagnose(exercise, signature, every - signature)
             if found and found[0].bug == bug:
                 named += 1
-            elif found and signatures[found[0].bug] == signature:
+            elif found and fails[found[0].bug] == signature:
                 named += 1  # a tie: two mutants no check tells apart
                 SUMMARY.append(f"diagnosis tie: {exercise.name}/{bug} = {found[0].bug}")
             else:
@@ -50,8 +50,8 @@ def test_mutants_diagnose_themselves() -> None:
 
 
 def test_a_passing_grade_has_no_diagnosis() -> None:
-    exercise = next(e for e in EXERCISES if diagnose.is_current(e))
-    every = diagnose.stored(exercise)["costs"]  # type: ignore[index]
+    exercise = next(e for e in EXERCISES if signatures.is_current(e))
+    every = signatures.stored(exercise)["costs"]  # type: ignore[index]
     assert diagnose.diagnose(exercise, [], every) == []
 
 
@@ -59,8 +59,8 @@ def test_a_passing_grade_has_no_diagnosis() -> None:
 def test_a_submission_that_passes_nothing_is_named_no_bug(exercise: catalog.Exercise) -> None:
     """The unmodified stub, a syntax error, an import error or another exercise's file fails
     every check: it contains every signature, and behaves like no known bug."""
-    data = diagnose.stored(exercise)
-    if data is None or not diagnose.is_current(exercise):
+    data = signatures.stored(exercise)
+    if data is None or not signatures.is_current(exercise):
         pytest.skip("stale signatures: the test above names the command")
     assert diagnose.diagnose(exercise, data["costs"], []) == []
 
@@ -69,8 +69,8 @@ def test_a_submission_that_passes_nothing_is_named_no_bug(exercise: catalog.Exer
 def test_a_submission_failing_a_bugs_checks_and_many_more_is_named_no_bug(
         exercise: catalog.Exercise) -> None:
     """Failing a known bug's checks and also half of the rest is another answer, not that bug."""
-    data = diagnose.stored(exercise)
-    if data is None or not diagnose.is_current(exercise):
+    data = signatures.stored(exercise)
+    if data is None or not signatures.is_current(exercise):
         pytest.skip("stale signatures: the test above names the command")
     every = sorted(data["costs"])
     for bug, entry in data["mutants"].items():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grading import catalog, diagnose, margins, mutants
+from grading import catalog, margins, mutants, signatures
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, describe, grade
 
 _SPECS = ROOT.parent / "shared" / "specs"
@@ -80,8 +80,8 @@ def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str
            if row.figure >= row.limit and not row.ok]
     assert not low, f"{mutant.name} is caught by less than a 2x margin: {low}"
     assert results, f"no check of {named} was run against {mutant.name}"
-    stored = diagnose.stored(catalog.Exercise(name))
-    if stored is not None and diagnose.is_current(catalog.Exercise(name)):
+    stored = signatures.stored(catalog.Exercise(name))
+    if stored is not None and signatures.is_current(catalog.Exercise(name)):
         signature = set(stored["mutants"].get(mutant.stem, {}).get("fails", ()))
         absent = [r.check.id for r in results if r.check.id not in signature]
         assert not absent, f"the stored signature of {mutant.name} lacks {absent}"
