@@ -312,20 +312,29 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
         reader.close()
         with open(out_fd, "rb") as out:
             tail = _tail(out)
+            stuck = _stuck_at(out, exercise.name) if killed_for.startswith(_PAST_LIMIT) else ""
+    if strikes is not None and killed_for.startswith(_PAST_LIMIT):
+        strikes.add()
+    _conclude(child, results, config, f"{killed_for}; stuck at {stuck}" if stuck else killed_for,
+              _exit_reason(code, tail))
+    return child
+
+
+def _conclude(child: _Child, results: dict[str, Result], config: dict[str, Any],
+              killed_for: str, exit_reason: str) -> None:
+    """Settle what the child left unreported: the check it was killed in, the check it died
+    in, or the checks it was asked for and never collected."""
     if killed_for:
-        if strikes is not None and killed_for.startswith(_PAST_LIMIT):
-            strikes.add()
         _settle(child, results, "crashed" if killed_for.startswith(_OVER) else "timeout",
                 killed_for)
     elif not child.done:
-        _settle(child, results, "crashed", _exit_reason(code, tail))
+        _settle(child, results, "crashed", exit_reason)
     elif child.collected is not None:
         missing = [results[i] for i in config.get("only", ()) if i not in child.collected]
         why = (f"the check could not be collected: {child.collect_errors[0]}"
                if child.collect_errors else
                "the check was not collected (were the test files changed while it ran?)")
         _fail(missing, "error", why)
-    return child
 
 
 def _start(args: list[str], work: Path, lib: Path, tmp: Path, rlimits: dict[str, Any],
@@ -593,6 +602,22 @@ def _tail(output: BinaryIO, lines: int = 3) -> str:
 
 _LIVE: set[forkserver.Process] = set()  # children running now, for `kill_all`
 _LIVE_LOCK = threading.Lock()
+
+
+def _stuck_at(output: BinaryIO, name: str) -> str:
+    """Where the submission was when the child's stacks were dumped past its limit (see the
+    plugin's `_STACKS`): `NAME.py:LINE in FUNCTION`, the innermost frame of the submission in
+    the last dump's first thread that is in it; "" when there is none."""
+    try:
+        output.seek(max(0, output.seek(0, os.SEEK_END) - (64 << 10)))
+        text = output.read().decode(errors="replace")
+    except OSError:
+        return ""
+    dump = text.rsplit("most recent call first", 1)
+    if len(dump) < 2:
+        return ""
+    found = re.search(rf'File "[^"]*[/\\]{re.escape(name)}\.py", line (\d+) in (\w+)', dump[1])
+    return f"{name}.py:{found[1]} in {found[2]}" if found else ""
 
 
 def _kill_tree(pid: int) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import marshal
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -391,3 +392,17 @@ def test_a_child_runs_compiled_code_only_for_the_source_it_read(tmp_path: Path) 
         records = [json.loads(line) for line in channel.read_text().splitlines() if line]
         outcome = [r for r in records if r.get("ev") == "result"]
         assert [r["status"] for r in outcome] == [expected], (label, records)
+
+
+def test_a_check_that_swallows_its_timeout_says_where_it_was_stuck(tmp_path: Path) -> None:
+    """A call that catches every exception in a loop ignores the timeout; the report still
+    names the submission's line, taken from the child's stacks without its cooperation."""
+    sub = _submission(tmp_path, "        amount = _request(tokens, self._capacity)\n",
+                      "        while True:\n            try:\n"
+                      "                sum(range(1000))\n            except BaseException:\n"
+                      "                pass\n")
+    done = run_grader(["token_bucket", "--no-mypy", "--submission", str(sub),
+                       "--check", "test_a_new_bucket_is_full"])
+    assert re.search(r"did not stop; stuck at \w+\.py:\d+ in try_acquire", done.stdout), \
+        done.stdout
+
