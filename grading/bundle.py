@@ -161,6 +161,21 @@ def _write(exercises: list[catalog.Exercise], root: Path) -> None:
 _SCRIPTS = Path(__file__).resolve().parent / "gradescope"
 
 
+_GRADER_NEEDS = {"pytest", "hypothesis", "pytest-timeout", "psutil", "mypy"}
+
+
+def _not_needed(exercise: catalog.Exercise) -> str:
+    """`--no-install-package` flags for the project's dependencies neither the grader nor this
+    exercise's files import (job_api's web stack, for interval_union)."""
+    from grading import forkserver
+
+    project = tomllib.loads((catalog.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    names = {re.split(r"[<>=!~ \[]", spec, maxsplit=1)[0]
+             for spec in project["project"]["dependencies"]}
+    wanted = _GRADER_NEEDS | forkserver.libraries_of([exercise])
+    return " ".join(f"--no-install-package {name}" for name in sorted(names - wanted))
+
+
 def gradescope(exercise: catalog.Exercise, output: Path, *, feedback: str = "full") -> None:
     """A Gradescope autograder zip, laid out as Gradescope unpacks it: `setup.sh`,
     `run_autograder` and the grader with this exercise's hidden checks (never the reference)
@@ -181,7 +196,8 @@ def gradescope(exercise: catalog.Exercise, output: Path, *, feedback: str = "ful
                 info = zipfile.ZipInfo(script)
                 info.external_attr = 0o755 << 16
                 archive.writestr(info, text.replace("@NAME@", exercise.name)
-                                 .replace("@FEEDBACK@", feedback))
+                                 .replace("@FEEDBACK@", feedback)
+                                 .replace("@NOT_NEEDED@", _not_needed(exercise)))
             for path in files:
                 archive.write(path, str(path.relative_to(root)))
     except OSError as exc:

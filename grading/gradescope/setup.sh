@@ -14,7 +14,8 @@ if ! command -v uv >/dev/null 2>&1; then
 fi
 # The project needs Python 3.11+; Ubuntu 22.04 ships 3.10, so uv fetches one if need be.
 uv python find '>=3.11' >/dev/null 2>&1 || uv python install 3.12
-uv sync --frozen --no-dev
+# Only what the grader and this exercise import (the project's other libraries are left out).
+uv sync --frozen --no-dev @NOT_NEEDED@
 # Prove the image grades: collect the checks in a sandboxed child, as every grading does (the
 # list is cached for every submission after). A failure here fails the build, loudly.
 uv run --no-sync python -c "from grading import catalog, sandbox
