@@ -7,10 +7,7 @@ values.
 
 from __future__ import annotations
 
-import gc
 import math
-import time
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -116,25 +113,3 @@ def shapes(max_heads: int = 16) -> st.SearchStrategy[KVShape]:
                        sliding, window)
 
     return build()
-
-
-def _fine(clock: Callable[[], float]) -> bool:
-    began = clock()
-    sum(range(20_000))
-    return clock() > began
-
-
-# CPU time of this thread leaves other processes on a shared machine out; where that clock
-# ticks coarsely, wall time is the fallback.
-_THREAD_CLOCK_IS_FINE = all(_fine(time.thread_time) for _ in range(5))
-CLOCK: Callable[[], float] = time.thread_time if _THREAD_CLOCK_IS_FINE else time.perf_counter
-
-
-def cpu_seconds(call: Callable[[], object]) -> float:
-    gc.disable()
-    try:
-        began = CLOCK()
-        call()
-        return CLOCK() - began
-    finally:
-        gc.enable()

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import math
-
+import kata_measure
 import pytest
 from kv_cache import KVShape, max_concurrency
-from kv_cache_helpers import cpu_seconds
 
 # 1 layer, 1 head, 1 element, fp8: 32 bytes a sequence of 16 tokens, so memory is the answer's
 # size. 4,096x the memory is 4,096x the sequences: arithmetic takes the same time (1x-3x seen),
 # a loop that adds one sequence at a time takes thousands of times longer.
 _SHAPE = KVShape("gqa", 1, 1, 1, 2)
-_SMALL, _GROWTH, _LIMIT, _ROUNDS, _CALLS = 32 * 64, 4096, 20.0, 4, 20
+_SMALL, _GROWTH, _LIMIT, _CALLS = 32 * 64, 4096, 20.0, 20
 
 
-def _time(gpu_memory: int) -> float:
-    def run() -> None:
-        for _ in range(_CALLS):
-            max_concurrency(_SHAPE, gpu_memory=gpu_memory, weights=0, tp=1, context=16,
-                            dtype="fp8", reserve=0.0)
-    return cpu_seconds(run)
+def _calls(gpu_memory: int) -> None:
+    for _ in range(_CALLS):
+        max_concurrency(_SHAPE, gpu_memory=gpu_memory, weights=0, tp=1, context=16,
+                        dtype="fp8", reserve=0.0)
 
 
 @pytest.mark.category("performance")
@@ -28,15 +24,9 @@ def _time(gpu_memory: int) -> float:
 @pytest.mark.timeout(60)
 def test_capacity_time_does_not_grow_with_the_answer() -> None:
     """max_concurrency takes the same time for 64 sequences as for 262,144 (no loop over them)."""
-    _time(_SMALL)  # warm up
-    base = best = math.inf
-    for _ in range(_ROUNDS):
-        base = min(base, *(_time(_SMALL) for _ in range(5)))
-        best = min(best, _time(_SMALL * _GROWTH))
-        if best < _LIMIT * base:
-            break
-    ratio = best / base
+    ratio = kata_measure.growth(lambda: _calls(_SMALL), lambda: _calls(_SMALL * _GROWTH), _LIMIT)
     assert ratio < _LIMIT, (
-        f"max_concurrency for {_SMALL * _GROWTH // 32:,} sequences took {ratio:.0f}x the time "
-        f"for {_SMALL // 32}: expected about 1x (divide, do not count one by one)"
+        f"max_concurrency for {_SMALL * _GROWTH // 32:,} sequences took "
+        f"{kata_measure.times(ratio, _LIMIT)} the time for {_SMALL // 32}: expected about 1x "
+        "(divide, do not count one by one)"
     )

@@ -5,12 +5,10 @@ Nothing here imports the submission's logic; only its data classes are used to b
 
 from __future__ import annotations
 
-import gc
-import math
-import time
 from collections.abc import Callable, Mapping
 from functools import cache
 
+import kata_measure
 from hypothesis import strategies as st
 
 # The published placements (NVIDIA MIG User Guide, `nvidia-smi mig -lgipp`, with the names of
@@ -136,40 +134,9 @@ def near_the_edge(model: str, gpus: int) -> st.SearchStrategy[dict[str, int]]:
 
 # ---------------------------------------------------------------- timing
 
-def _fine(clock: Callable[[], float]) -> bool:
-    began = clock()
-    sum(range(20_000))
-    return clock() > began
-
-
-# Thread CPU time leaves other processes out; where it ticks coarsely, wall time is the fallback.
-_CLOCK = time.thread_time if all(_fine(time.thread_time) for _ in range(5)) else time.perf_counter
-
-
-def cpu_seconds(call: Callable[[], object]) -> float:
-    gc.disable()  # a collection would land in whichever run crosses a threshold
-    try:
-        began = _CLOCK()
-        call()
-        return _CLOCK() - began
-    finally:
-        gc.enable()
-
-
-def growth(small: Callable[[], object], large: Callable[[], object], limit: float,
-           rounds: int = 4) -> float:
-    """Best time of ``large`` over best of ``small``, in rounds until ``large`` is fast enough.
-
-    Noise only adds time, so the best run is the honest figure.
-    """
-    small()
-    base = best = math.inf
-    for _ in range(rounds):
-        base = min(base, *(cpu_seconds(small) for _ in range(5)))
-        best = min(best, *(cpu_seconds(large) for _ in range(2)))
-        if best < limit * base:
-            break
-    return best / base
+def growth(small: Callable[[], object], large: Callable[[], object], limit: float) -> float:
+    """Best CPU time of `large` over best of `small` (kata_measure.growth)."""
+    return kata_measure.growth(small, large, limit)
 
 
 # A fleet mix: each GPU holds one of these layouts (profile index in NAMES order, start).
