@@ -179,6 +179,21 @@ def spread(n: int) -> Busy:
     return busy
 
 
+def many_gpus(n: int) -> Busy:
+    """n intervals, two on each of n / 2 GPUs, scattered over [0, 10 n): the GPU count grows
+    with the input."""
+    rnd = random.Random(n)
+    busy: Busy = {}
+    for g in range(n // 2):
+        start = rnd.uniform(0, 10 * n)
+        busy[f"gpu-{g}"] = [(start, start + rnd.uniform(1, 5)),
+                            (start + 6, start + 6 + rnd.uniform(1, 5))]
+    return busy
+
+
+MANY_SMALL = 200  # GPUs: 100 at the small size, 1,600 at the large one
+
+
 def in_order(n: int) -> Busy:
     """n int intervals on one GPU in order of start, as a trace reports them; some touch."""
     return {"gpu-0": [(3 * i, 3 * i + 2 + i % 3) for i in range(n)]}

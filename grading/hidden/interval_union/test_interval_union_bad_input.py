@@ -22,6 +22,40 @@ def test_a_bad_interval_raises_value_error_naming_it(name: str) -> None:
         expect(ValueError, name, bad_interval, word, "3.75")
 
 
+def test_a_bad_interval_alone_raises_too() -> None:
+    """A bad interval raises ValueError when it is the only one, too (no one-interval shortcut
+    skips the checks), in every function."""
+    for name in sorted(ONE):
+        for bad_interval in [(17.5, 4.25), (NAN, 3.75), (3.75, INF), (5, 3)]:
+            expect(ValueError, name, bad_interval, alone=True)
+
+
+@pytest.mark.parametrize("name", sorted(ONE))
+def test_every_nan_is_a_bad_bound(name: str) -> None:
+    """Every NaN is a bad bound, not only math.nan: float("nan"), inf - inf, -nan."""
+    nans = {'float("nan")': float("nan"), "inf - inf": INF - INF, "-nan": -float("nan"),
+            'float("-nan")': float("-nan")}
+    for shown, nan in nans.items():
+        for bad_interval in [(nan, 3.75), (3.75, nan), (nan, nan)]:
+            try:
+                expect(ValueError, name, bad_interval)
+            except pytest.fail.Exception as exc:  # say which NaN, as repr shows them all alike
+                pytest.fail(f"{exc} (the NaN made by {shown})")
+
+
+def test_a_bad_interval_message_shows_its_bounds_as_they_are() -> None:
+    """The message of a bad interval shows its bounds exactly (epoch seconds, ints beyond
+    float range): not rounded, not converted (merge and busy_time)."""
+    for bad_interval in [(1700000000.25, 1700000000.0), (2**63 + 1, 2**63), (10**400 + 1, 10**400),
+                         (1e-9, 5e-10)]:
+        shown = [repr(b) for b in bad_interval]
+        for name in ("merge", "busy_time"):  # the GPU in a message: another check
+            try:
+                expect(ValueError, name, bad_interval, *shown)
+            except pytest.fail.Exception as exc:
+                pytest.fail(str(exc)[:400] + (" ..." if len(str(exc)) > 400 else ""))
+
+
 @pytest.mark.points(2)
 def test_an_empty_interval_with_bad_bounds_still_raises() -> None:
     """Validation comes before dropping empty intervals: (inf, inf) and (nan, nan) raise."""

@@ -7,6 +7,7 @@ from interval_union import coverage, merge
 from interval_union_helpers import (
     GROWTH,
     LIMIT,
+    MANY_SMALL,
     ORDERED_GROWTH,
     ORDERED_LIMIT,
     ORDERED_SMALL,
@@ -14,6 +15,7 @@ from interval_union_helpers import (
     everything,
     growth,
     in_order,
+    many_gpus,
     times,
 )
 
@@ -28,6 +30,18 @@ def test_coverage_time_grows_like_n_log_n() -> None:
     assert ratio < LIMIT, (
         f"coverage on {SMALL * GROWTH} intervals took {times(ratio)} the time of {SMALL}: "
         f"expected about {GROWTH}x (sort, then sweep once); that is quadratic growth"
+    )
+
+
+def test_coverage_time_grows_like_n_log_n_with_many_gpus() -> None:
+    """coverage scales like sorting however the intervals are spread: 16x the intervals on 16x
+    the GPUs takes far less than 256x the time."""
+    ratio = growth(lambda busy: coverage(busy, 2), many_gpus, MANY_SMALL)
+    assert ratio < LIMIT, (
+        f"coverage on {MANY_SMALL * GROWTH} intervals over {MANY_SMALL * GROWTH // 2} GPUs took "
+        f"{times(ratio)} the time of {MANY_SMALL} over {MANY_SMALL // 2}: expected about "
+        f"{GROWTH}x; that is quadratic growth (work per GPU that grows with all the events "
+        "so far, such as merging each GPU's events into one sorted list)"
     )
 
 

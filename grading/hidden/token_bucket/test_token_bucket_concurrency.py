@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 
 import pytest
 from token_bucket import KeyedLimiter, TokenBucket
@@ -79,3 +80,49 @@ def test_threads_racing_on_a_new_key_share_one_bucket() -> None:
         assert sum(granted) == 1, (
             f"round {round_}: 8 threads calling try_acquire('new', 1) at once on a new key of "
             f"capacity 1 were granted {sum(granted)} times")
+
+
+class _MeanwhileClock:
+    """A fixed clock whose first reading runs `meanwhile` (once, in the reading thread)."""
+
+    def __init__(self) -> None:
+        self.meanwhile: Callable[[], None] = lambda: None
+
+    def __call__(self) -> float:
+        meanwhile, self.meanwhile = self.meanwhile, lambda: None
+        meanwhile()
+        return 5.0
+
+
+@pytest.mark.points(2)
+def test_a_call_on_another_key_never_drops_a_bucket_in_use() -> None:
+    """Threads on different keys: a call on one key never drops the bucket another thread is
+    deciding on (the key's capacity would be granted twice)."""
+    for round_ in range(2):
+        clock = _MeanwhileClock()
+        limiter = KeyedLimiter(1, 1, clock=clock)
+        answers: list[tuple[str, bool]] = []
+        helpers: list[threading.Thread] = []
+
+        def others(limiter: KeyedLimiter = limiter, answers: list[tuple[str, bool]] = answers,
+                   helpers: list[threading.Thread] = helpers) -> None:
+            def run() -> None:
+                for key in ("b", "a"):
+                    answers.append((key, limiter.try_acquire(key, 1).allowed))
+
+            helper = threading.Thread(target=run)
+            helpers.append(helper)
+            helper.start()
+            # A limiter that holds one lock keeps the helper waiting until this call is over:
+            # wait a while for it, then let this call go on.
+            helper.join(0.25)
+
+        clock.meanwhile = others
+        answers.append(("a", limiter.try_acquire("a", 1).allowed))
+        for helper in helpers:
+            helper.join()
+        granted = sum(ok for key, ok in answers if key == "a")
+        assert granted == 1, (
+            f"round {round_}: the clock stood still; while a first try_acquire('a', 1) read it, "
+            f"another thread called try_acquire('b', 1) and try_acquire('a', 1); key 'a' (capacity "
+            f"1) was granted {granted} times: a call on 'b' dropped the bucket of 'a' in use")

@@ -38,6 +38,9 @@ _START = st.sampled_from([0.0, 0.1, 12345.678, 1e6 + 0.1, 86400.0 * 365, 2.0**40
 @example(capacity=1.0, rate=0.3, start=0.1, spend=1.0, wait=0.1, ask=1.0)
 @example(capacity=0.7, rate=1e5, start=0.0, spend=1.0, wait=0.3, ask=0.7)
 @example(capacity=1 / 3, rate=3e7, start=0.0, spend=1.0, wait=0.3, ask=0.7)
+# The wait (0.25) is longer than the clock (0.1): last + wait rounds down, so the least
+# sufficient reading minus last is not a wait that reaches it.
+@example(capacity=1.0, rate=2.0, start=0.1, spend=1.0, wait=0.0, ask=0.5)
 def test_waiting_exactly_retry_after_is_sufficient_and_not_wasteful(
         capacity: float, rate: float, start: float, spend: float, wait: float,
         ask: float) -> None:
@@ -75,6 +78,28 @@ def test_a_request_slightly_short_is_refused_at_any_scale() -> None:
         asked = 0.5 * scale * 1.0005
         decision = bucket.try_acquire(asked)
         assert not decision.allowed, f"granted {asked!r} with only {0.5 * scale!r} available"
+
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize(("capacity", "rate", "now"), [
+    (1.0, 1.0, 0.5), (0.3, 0.1, 1.7), (7.77, 1 / 3, 12.0), (2.0**-30, 2.0**-31, 1.5),
+    (0.7 * 2.0**30, 12.5, 2.0**24)], ids=["1/1", "0.3/0.1", "7.77/third", "tiny", "huge"])
+def test_a_grant_forgives_only_rounding_error(capacity: float, rate: float, now: float) -> None:
+    """A grant forgives only rounding: on a clock near 0, a request one part in 10**12 above
+    what is available is refused."""
+    bucket, clock = make_bucket(capacity, rate)
+    assert bucket.try_acquire(capacity).allowed
+    clock.now = now
+    there = Fraction(now) * Fraction(rate)  # exact: drained at 0, refilling ever since
+    asked = float(there * (1 + Fraction(1, 10**12)))
+    slack = Fraction(rate) * Fraction(ulp_bound(now, capacity, rate))
+    assert Fraction(asked) - there > 10 * slack and asked < capacity  # far beyond rounding
+    decision = bucket.try_acquire(asked)
+    assert not decision.allowed, (
+        f"TokenBucket({capacity!r}, {rate!r}) drained at t=0 holds {float(there)!r} tokens at "
+        f"t={now!r}, and try_acquire({asked!r}) was granted: {float(Fraction(asked) - there)!r} "
+        f"tokens more than there are, where rounding allows at most {float(slack)!r}")
 
 
 # --- metamorphic: the same calls at another scale ---------------------------------------------

@@ -92,3 +92,59 @@ def test_a_dropped_bucket_may_start_afresh_after_the_clock_steps_back() -> None:
     assert got in (as_kept, as_dropped), (
         f"the answers match neither the bucket key 'a' had (greatest reading 3.0) nor a new one "
         f"counting from -54:\n{lines}")
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize("key", ["busy", "k0"], ids=["the-busy-key", "a-burst-key"])
+def test_a_call_on_a_held_key_drops_full_buckets_too(key: str) -> None:
+    """Rule 9's one more call may be on a key already held: capacity / rate seconds after a
+    burst over 300 keys, a call on a held key leaves at most 2 buckets."""
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(2, 0.5, clock=clock)
+    assert limiter.try_acquire("busy", 2).allowed
+    for i in range(300):
+        limiter.try_acquire(f"k{i}", 1)
+    clock.now = 4.0  # capacity / rate after the burst: every bucket is full
+    limiter.try_acquire(key, 1)
+    assert len(limiter) <= 2, (
+        f"{len(limiter)} buckets held after try_acquire({key!r}, 1) at t=4.0: the burst keys "
+        f"(capacity 2, rate 0.5, 1 token each taken at t=0) are all full again; a call on a "
+        f"key already held must drop them as a call on a new key does")
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize(("start", "capacity", "rate"), [(0.0, 2.0, 0.5), (1024.0, 0.75, 0.375)],
+                         ids=["t=0", "t=1024"])
+def test_a_bucket_refilled_to_exactly_capacity_is_full(start: float, capacity: float,
+                                                       rate: float) -> None:
+    """A bucket whose refill reaches capacity exactly is full: exactly capacity / rate seconds
+    after draining 300 keys (exact arithmetic), one more call leaves at most 2 buckets."""
+    clock = Clock(start)
+    limiter = KeyedLimiter(capacity, rate, clock=clock)
+    for i in range(300):
+        assert limiter.try_acquire(f"k{i}", capacity).allowed
+    clock.now = start + capacity / rate  # the refill is exactly capacity: powers of two
+    limiter.try_acquire("late", capacity / 2)
+    assert len(limiter) <= 2, (
+        f"{len(limiter)} buckets held at t={clock.now!r}: 300 keys drained at t={start!r} have "
+        f"refilled exactly to capacity {capacity!r} at rate {rate!r}; a bucket at capacity is "
+        f"full, not only one whose refill would go beyond it")
+
+
+def test_any_str_is_a_key() -> None:
+    """Any str is a key, as it arrives (empty, non-ASCII, a lone surrogate): equal strings share
+    one bucket, unequal ones do not."""
+    keys = ["", "tenant", "Tenant", "\u00e9", "e\u0301", "\x00",
+            b"tenant-\xff".decode("utf-8", "surrogateescape"), "\ud800", "t" * 10_000]
+    limiter = KeyedLimiter(1, 1, clock=Clock(5.0))
+    for rounds, want in ((1, True), (2, False)):
+        for key in keys:
+            same = "".join(list(key))  # an equal string, another object
+            try:
+                got = limiter.try_acquire(same, 1)
+            except Exception as exc:  # reported as a failure with the key that raised it
+                pytest.fail(f"try_acquire({key[:20]!r}, 1) raised {type(exc).__name__}: {exc}; "
+                            "any str is a key")
+            assert got.allowed is want, (
+                f"call {rounds} of try_acquire({key[:20]!r}, 1) on capacity 1 returned {got}: "
+                f"each of {len(keys)} distinct keys has a bucket of its own")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from token_bucket import Decision, KeyedLimiter
+from token_bucket import Decision, KeyedLimiter, TokenBucket
 from token_bucket_helpers import Clock, load_with_clocks, make_bucket
 
 # --- rules 1-3: full at start, lazy capped refill, grants -------------------------------------
@@ -195,3 +195,26 @@ def test_a_clock_stepping_back_neither_adds_nor_removes_tokens() -> None:
                                      f"{bucket.available()} tokens")
     clock.now = 103.0
     assert bucket.try_acquire(3).allowed, "refused 3 s after the greatest reading"
+
+
+@pytest.mark.parametrize("start", [-100.0, -1e6 - 0.125, -0.25], ids=["-100", "-1e6", "-0.25"])
+def test_a_clock_below_zero_counts_time_like_any_other(start: float) -> None:
+    """A clock that reads below zero refills as any other: only differences between readings
+    count (TokenBucket and KeyedLimiter)."""
+    clock = Clock(start)
+    bucket = TokenBucket(2, 4, clock=clock)
+    limiter = KeyedLimiter(2, 4, clock=clock)
+    calls = (("TokenBucket.try_acquire", bucket.try_acquire),
+             ("KeyedLimiter.try_acquire('k', ...)", lambda n: limiter.try_acquire("k", n)))
+    for what, acquire in calls:
+        clock.now = start
+        assert acquire(2).allowed, f"{what}(2) on a new bucket at t={start!r} was refused"
+        clock.now = start + 0.25
+        got = acquire(2)
+        assert got == Decision(False, 0.25), (
+            f"{what}(2) at t={clock.now!r}, 0.25 s after draining (1 of 2 tokens at rate 4/s), "
+            f"returned {got}; expected Decision(False, 0.25)")
+        clock.now = start + 0.5
+        assert acquire(2).allowed, (
+            f"{what}(2) at t={clock.now!r}, 0.5 s after draining at t={start!r} (2 tokens at "
+            f"rate 4/s), was refused: time below zero counts too")
