@@ -182,7 +182,7 @@ def test_copies_a_microsecond_apart_in_any_century_conflict() -> None:
             copies[1] = dataclasses.replace(copies[1], **{field: at})
             run = run_of(copies, start=period[0], end=period[1])
             assert reasons(run) == [("u", R.CONFLICTING_DUPLICATE)], (
-                f"two copies of 'u' in {year} whose {field} differs by 1 microsecond: rejected "
+                f"two copies of 'u' in year {year} whose {field} differs by 1 microsecond: rejected "
                 f"{run.rejected}, billed {set(run.billed_ids)}; timestamps are exact instants, "
                 "to the microsecond (a float timestamp is not)")
 
