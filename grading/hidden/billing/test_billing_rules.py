@@ -176,15 +176,15 @@ def test_copies_a_microsecond_apart_in_any_century_conflict() -> None:
     """Copies whose start or end differ by one microsecond conflict, in any century."""
     for year in (1, 1900, 2500, 9999):
         start = datetime(year, 3, 2, 9, 0, 0, 1, tzinfo=UTC)
+        end = start + 60 * MIN
         period = (datetime(year, 3, 1, tzinfo=UTC), datetime(year, 4, 1, tzinfo=UTC))
-        for field, at in (("start", start + US), ("end", start + 60 * MIN - US)):
-            copies = [rec("u", start, start + 60 * MIN), rec("u", start, start + 60 * MIN)]
-            copies[1] = dataclasses.replace(copies[1], **{field: at})
-            run = run_of(copies, start=period[0], end=period[1])
+        for field, other in (("start", rec("u", start + US, end)),
+                             ("end", rec("u", start, end - US))):
+            run = run_of([rec("u", start, end), other], start=period[0], end=period[1])
             assert reasons(run) == [("u", R.CONFLICTING_DUPLICATE)], (
-                f"two copies of 'u' in year {year} whose {field} differs by 1 microsecond: rejected "
-                f"{run.rejected}, billed {set(run.billed_ids)}; timestamps are exact instants, "
-                "to the microsecond (a float timestamp is not)")
+                f"two copies of 'u' in year {year} whose {field} differs by 1 microsecond: "
+                f"rejected {run.rejected}, billed {set(run.billed_ids)}; timestamps are exact "
+                "instants, to the microsecond (a float timestamp is not)")
 
 
 @pytest.mark.category("edge_cases")
