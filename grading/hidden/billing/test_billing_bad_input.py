@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numbers
-from datetime import date, datetime
+from collections.abc import Iterator
+from datetime import date, datetime, tzinfo
 from decimal import Decimal
 from typing import Any
 
@@ -96,6 +97,25 @@ def test_several_bad_arguments_raise_one_of_their_errors() -> None:
                     "TypeError or ValueError of one of the bad arguments")
 
 
+def _pulled_into(pulled: list[UsageRecord]) -> Iterator[UsageRecord]:
+    """Three good records, each appended to `pulled` as it is read."""
+    for i in range(3):
+        pulled.append(rec(f"r{i}"))
+        yield pulled[-1]
+
+
+@pytest.mark.category("bad_input")
+def test_a_bad_price_raises_before_any_record_is_read() -> None:
+    """A bad price raises before any record is read: a generator of records is left untouched."""
+    for bad, error in (({"h100": 3.6}, TypeError), ({"gpu-x": Decimal(-1)}, ValueError)):
+        pulled: list[UsageRecord] = []
+        with pytest.raises(error):
+            run_of(_pulled_into(pulled), {**PRICES, **bad})
+        assert not pulled, (f"bill(records, prices with {bad}) raised {error.__name__}, but only "
+                            f"after reading {len(pulled)} record(s) of a one-shot generator; "
+                            "check every price before reading any record")
+
+
 @pytest.mark.category("bad_input")
 @pytest.mark.parametrize("bound", ["period_start", "period_end"])
 def test_a_naive_period_bound_raises_value_error(bound: str) -> None:
@@ -104,6 +124,30 @@ def test_a_naive_period_bound_raises_value_error(bound: str) -> None:
         tzinfo=None))
     with pytest.raises(ValueError, match=bound):
         run_of([rec()], start=start, end=end)
+
+
+class _NoOffset(tzinfo):
+    """A "floating" zone that knows no offset: by Python's rule, its datetimes are naive."""
+
+    def utcoffset(self, dt: datetime | None) -> None:
+        return None
+
+    def dst(self, dt: datetime | None) -> None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str:
+        return "floating"
+
+
+_FLOATING = _NoOffset()
+
+
+@pytest.mark.category("bad_input")
+def test_a_period_bound_whose_zone_gives_no_offset_is_naive() -> None:
+    """A period bound whose tzinfo gives no UTC offset is naive: it raises ValueError."""
+    for start, end in ((P0.replace(tzinfo=_FLOATING), P1), (P0, P1.replace(tzinfo=_FLOATING))):
+        with pytest.raises(ValueError):
+            run_of([rec()], start=start, end=end)
 
 
 @pytest.mark.category("bad_input")
@@ -206,6 +250,18 @@ def _assert_rejected_alone(fields: dict[str, Any], reason: RejectReason) -> None
 def test_a_naive_or_non_datetime_timestamp_is_rejected(fields: dict[str, Any]) -> None:
     """A record with a naive or non-datetime timestamp is rejected, and the run goes on."""
     _assert_rejected_alone(fields, R.NAIVE_TIMESTAMP)
+
+
+@pytest.mark.category("bad_input")
+def test_a_timestamp_whose_zone_gives_no_offset_is_rejected_as_naive() -> None:
+    """A timestamp whose tzinfo gives no UTC offset is naive: rejected, and the run goes on."""
+    for fields in ({"start": NAIVE.replace(tzinfo=_FLOATING)},
+                   {"start": P0, "end": NAIVE.replace(tzinfo=_FLOATING)}):
+        try:
+            _assert_rejected_alone(fields, R.NAIVE_TIMESTAMP)
+        except (TypeError, ValueError) as exc:
+            pytest.fail(f"a record with {fields} made bill raise {type(exc).__name__}({exc}); "
+                        "its tzinfo's utcoffset() is None, so it is naive: a rejection")
 
 
 @pytest.mark.category("bad_input")

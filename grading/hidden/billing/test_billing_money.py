@@ -139,6 +139,21 @@ def test_amounts_are_exact_at_any_magnitude() -> None:
             f"{case} at {price}/h: line {got}; want the amount {want:f}")
 
 
+def test_totals_are_exact_at_any_magnitude() -> None:
+    """An invoice's total is the exact sum of its lines at any magnitude, past 28 digits."""
+    prices = {"x": Decimal("2.49"), "y": Decimal("0.01")}
+    for counts in ({"x": 10**30 + 1}, {"x": 10**30 + 1, "y": 1}, {"x": 7, "y": 10**40 + 3}):
+        records = [rec(f"r-{t}", P0, P0 + timedelta(hours=1), gpu_type=t, gpu_count=n)
+                   for t, n in counts.items()]
+        invoice = run_of(records, prices).invoices.get("vision")
+        cents = sum(int(Fraction(cents_half_up(Fraction(n * 3600), prices[t])) * 100)
+                    for t, n in counts.items())
+        got = None if invoice is None else invoice.total
+        assert got is not None and Fraction(got) == Fraction(cents, 100), (
+            f"one hour each of {counts} GPUs at {prices}: total {got}; want "
+            f"{cents // 100}.{cents % 100:02d}, the exact sum of the lines")
+
+
 # --- The invoice total adds the rounded lines ----------------------------------------------------
 
 _TOTALS: list[tuple[list[int], str]] = [

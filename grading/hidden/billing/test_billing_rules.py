@@ -22,6 +22,7 @@ from billing_helpers import (
     P0,
     P1,
     TOKYO,
+    US,
     R,
     lines_of,
     only_line,
@@ -116,6 +117,23 @@ def test_timestamps_in_different_zones_compare_as_instants() -> None:
     assert got == want, f"1 h inside and 30 min straddling the start: {got}, want {want}"
 
 
+@pytest.mark.category("edge_cases")
+def test_the_period_bounds_compare_as_instants_across_a_dst_fold() -> None:
+    """Period bounds in one local zone compare as instants, the DST fold included."""
+    early = datetime(2026, 10, 25, 2, 40, tzinfo=CET)  # 00:40Z: summer time, the first 02:40
+    late = datetime(2026, 10, 25, 2, 10, fold=1, tzinfo=CET)  # 01:10Z: winter time, 30 min on
+    around = rec("a", datetime(2026, 10, 24, tzinfo=UTC), datetime(2026, 10, 26, tzinfo=UTC))
+    try:
+        got = only_line(run_of([around], start=early, end=late))
+    except ValueError as exc:
+        pytest.fail(f"period 02:40 CEST to 02:10 CET (fold=1), 30 minutes apart, raised "
+                    f"ValueError({exc}); a bound's wall clock is not its instant")
+    want = LineItem("h100", Decimal(1800), Decimal("1.80"))
+    assert got == want, f"a record around that 30-minute period billed {got}, want {want}"
+    with pytest.raises(ValueError):  # 02:40 CEST is 30 minutes before 02:10 CET
+        run_of([around], start=late, end=early)
+
+
 # --- Duplicates ---------------------------------------------------------------------------------
 
 
@@ -154,6 +172,22 @@ def test_conflicting_duplicates_are_all_rejected_in_any_order(field: str) -> Non
 
 
 @pytest.mark.category("edge_cases")
+def test_copies_a_microsecond_apart_in_any_century_conflict() -> None:
+    """Copies whose start or end differ by one microsecond conflict, in any century."""
+    for year in (1, 1900, 2500, 9999):
+        start = datetime(year, 3, 2, 9, 0, 0, 1, tzinfo=UTC)
+        end = start + 60 * MIN
+        period = (datetime(year, 3, 1, tzinfo=UTC), datetime(year, 4, 1, tzinfo=UTC))
+        for field, other in (("start", rec("u", start + US, end)),
+                             ("end", rec("u", start, end - US))):
+            run = run_of([rec("u", start, end), other], start=period[0], end=period[1])
+            assert reasons(run) == [("u", R.CONFLICTING_DUPLICATE)], (
+                f"two copies of 'u' in year {year} whose {field} differs by 1 microsecond: "
+                f"rejected {run.rejected}, billed {set(run.billed_ids)}; timestamps are exact "
+                "instants, to the microsecond (a float timestamp is not)")
+
+
+@pytest.mark.category("edge_cases")
 @pytest.mark.parametrize(("field", "one", "other"), [
     ("gpu_count", 1, True), ("gpu_count", 1, 1.0), ("gpu_count", 2, 2.0), ("start", 1, 1.0)],
     ids=["int_and_bool", "int_and_float", "two_and_two_point_zero", "start_int_and_float"])
@@ -183,6 +217,43 @@ def test_naive_copies_with_equal_wall_times_are_one_record() -> None:
     run = run_of([rec("n", NAIVE, NAIVE + MIN), rec("n", NAIVE, NAIVE + MIN),
                   rec("n", NAIVE.replace(tzinfo=None), (NAIVE + MIN).replace(tzinfo=None))])
     assert reasons(run) == [("n", R.NAIVE_TIMESTAMP)], f"rejected {run.rejected}"
+
+
+def test_record_ids_are_matched_exactly() -> None:
+    """Record ids are matched exactly: ids differing in case or spaces are different records."""
+    ids = ["r1", "r1 ", " r1", "R1", "r1\n"]
+    for counts in ([1] * len(ids), list(range(1, len(ids) + 1))):
+        run = run_of([rec(rid, gpu_count=n) for rid, n in zip(ids, counts, strict=True)])
+        want = Decimal("3.60") * sum(counts)
+        assert not run.rejected and run.billed_ids == set(ids) and total_of(run) == want, (
+            f"one-hour records with ids {ids} and gpu_counts {counts}: billed_ids "
+            f"{set(run.billed_ids)}, rejected {run.rejected}, total {total_of(run)}; want every "
+            f"id billed as issued, total {want}")
+
+
+# --- The shape of the result ---------------------------------------------------------------------
+
+
+def test_rejected_and_lines_are_tuples() -> None:
+    """rejected and each invoice's lines are tuples, as the API declares."""
+    run = run_of([rec("a"), rec("b", gpu_type="a100"), rec("c", gpu_count=0)])
+    kinds = {"rejected": type(run.rejected).__name__,
+             "lines": type(run.invoices["vision"].lines).__name__}
+    assert isinstance(run.rejected, tuple) and isinstance(run.invoices["vision"].lines, tuple), (
+        f"types in the BillingRun: {kinds}; the API declares tuples")
+
+
+def test_lines_and_rejections_are_sorted_as_python_sorts_str() -> None:
+    """Lines sort by gpu_type, rejections by record_id, as Python sorts str (by code point)."""
+    prices = {t: Decimal("1.00") for t in ("l4", "H100", "a10g", "B200")}
+    records = [rec(f"ok-{t}", gpu_type=t) for t in prices]
+    records += [rec(rid, gpu_count=0) for rid in ("beta", "Zed", "alpha", "Beta")]
+    run = run_of(records, prices)
+    got = ([li.gpu_type for li in run.invoices["vision"].lines],
+           [r.record_id for r in run.rejected])
+    want = (["B200", "H100", "a10g", "l4"], ["Beta", "Zed", "alpha", "beta"])
+    assert got == want, (f"(line gpu_types, rejected record_ids) = {got}; want {want}: "
+                         "sorted(...) order, upper case before lower case")
 
 
 # --- Open questions: the checks accept either reading -------------------------------------------
