@@ -116,9 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--wall-limit", type=_positive, default=240.0, metavar="SECONDS",
                         help="hard limit for grading one submission (default: 240)")
     parser.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
-                        help="every check's time limit, heavy checks' own aside (default: 20x "
-                             "what the check costs the reference, at least 2 s, at most 10 s "
-                             "or the check's own)")
+                        help="every check's time limit, heavy checks' own aside (default: 30x "
+                             "what the check costs the reference, at least 3 s, at most 10 s; "
+                             "heavy checks keep their own)")
     return parser
 
 

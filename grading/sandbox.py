@@ -48,8 +48,8 @@ CACHE = ROOT / ".grader" / "checks"
 _PLUGIN = "_kata_grading_plugin"
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
 _GRACE = 1.0  # seconds past a check's own timeout before the watchdog kills the child
-_FLOOR = 2.0  # the least time limit a check is given from its cost (see `bounded`)
-_COST_FACTOR = 20.0  # a check's limit, in times what it cost the reference
+_FLOOR = 3.0  # the least time limit a check is given from its cost (see `bounded`)
+_COST_FACTOR = 30.0  # a check's limit, in times what it cost the reference
 # After this many checks of a grading were killed for running past their limits without
 # stopping (the submission ignores the timeout), the rest run to `_AFTER_STRIKES` seconds each:
 # a check that does not call the hanging code passes in far less.
@@ -115,15 +115,17 @@ def with_costs(checks: Iterable[Check], costs: dict[str, float]) -> list[Check]:
 
 
 def bounded(checks: Iterable[Check], limits: Limits) -> list[Check]:
-    """`checks`, each with the time limit it runs under: with `limits.from_costs`, a check the
-    reference's cost is stored for gets `_COST_FACTOR` times that cost (at least `_FLOOR`
-    seconds, at most its own limit), so that a submission that hangs costs seconds, not the
-    default limit, in every check that calls the hanging code. The factor leaves room for a
-    correct answer slower than the reference on a loaded machine."""
+    """`checks`, each with the time limit it runs under: with `limits.from_costs`, a check on
+    the default limit whose cost on the reference is stored gets `_COST_FACTOR` times that cost
+    (at least `_FLOOR` seconds, at most the default), so that a submission that hangs costs
+    seconds, not the default limit, in every check that calls the hanging code. The factor
+    leaves room for a correct answer slower than the reference on a loaded machine. A check
+    that sets its own limit (the measuring checks, whose wrong answers run to a budget) keeps
+    it: its verdict must not turn on the machine's load."""
     if not limits.from_costs:
         return list(checks)
     return [replace(c, timeout=min(c.timeout, max(_FLOOR, _COST_FACTOR * c.cost)))
-            if c.costed else c for c in checks]
+            if c.costed and c.timeout == limits.timeout else c for c in checks]
 
 
 def _collected(exercise: Exercise, limits: Limits) -> list[Check]:
