@@ -304,6 +304,7 @@ def _run_child(tmp: Path, attempt: int, exercise: Exercise, submission: Path,
                                 "timeout": limits.timeout,
                                 "submission": str(work / f"{exercise.name}.py")}).encode())
     child = _Child()
+    killed_for = ""  # stays so when the watch itself is interrupted (Ctrl-C)
     try:
         killed_for = _watch(proc, reader, child, results, progress, limits, deadline, stop)
     finally:
