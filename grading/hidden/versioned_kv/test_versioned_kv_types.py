@@ -46,24 +46,41 @@ class _NoTruth:
         return "<array-like>"
 
 
+def _odd(kind: str) -> object:
+    return _EqualsAnything() if kind == "equal-to-anything" else _NoTruth()
+
+
 @pytest.mark.category("edge_cases")
 @pytest.mark.parametrize("kind", ["equal-to-anything", "array-like"])
-def test_a_value_that_compares_oddly_is_stored_and_deleted(kind: str) -> None:
-    """A value equal to everything (mock.ANY) or with an ambiguous == (a numpy array) is stored,
-    read, listed and deleted like any other: only None marks a delete."""
-    value: object = _EqualsAnything() if kind == "equal-to-anything" else _NoTruth()
+def test_a_value_that_compares_oddly_is_read_like_any_other(kind: str) -> None:
+    """A value equal to everything (mock.ANY) or with an ambiguous == (a numpy array) is read,
+    listed and snapshotted like any other: only None marks a delete."""
+    value = _odd(kind)
     kv: VersionedKV[object] = VersionedKV()
     call(kv, "put", "a", value)
+    call(kv, "put", "b", "other")
     got = [read(kv, "a"), read(kv, "a", 1)]
     assert got[0] is value and got[1] is value, \
         f"after put('a', {value!r}), get('a') and get('a', 1) gave {got}, expected the value"
-    shot = call(kv, "snapshot")
-    assert list(shot) == ["a"] and shot["a"] is value, f"snapshot() gave {shot}"
+    shot = call(kv, "snapshot", 1)
+    assert list(shot) == ["a"] and shot["a"] is value, f"snapshot(1) gave {shot}"
     hist = call(kv, "history", "a")
     assert len(hist) == 1 and hist[0][0] == 1 and hist[0][1] is value, f"history('a'): {hist}"
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize("kind", ["equal-to-anything", "array-like"])
+def test_a_key_holding_a_value_that_compares_oddly_can_be_deleted(kind: str) -> None:
+    """delete of a key whose value equals everything (mock.ANY) or has an ambiguous == (a numpy
+    array) writes its tombstone: the key is live, whatever its value compares equal to."""
+    value = _odd(kind)
+    kv: VersionedKV[object] = VersionedKV()
+    call(kv, "put", "a", value)
     assert call(kv, "delete", "a") == 2, f"delete('a') of a live key holding {value!r} failed"
-    assert read(kv, "a") == "KeyError" and read(kv, "a", 1) is value, \
-        f"after the delete, get('a') gave {read(kv, 'a')!r}, get('a', 1) {read(kv, 'a', 1)!r}"
+    hist = call(kv, "history", "a")
+    assert [v for v, _ in hist] == [1, 2] and hist[1][1] is None, \
+        f"after put('a', {value!r}) and delete('a'), history('a') is {hist}"
+    assert read(kv, "a") == "KeyError", f"after the delete, get('a') gave {read(kv, 'a')!r}"
 
 
 class _Rev(enum.IntEnum):
