@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 from typing import Any
@@ -64,3 +65,23 @@ def test_boundary_arguments_are_accepted() -> None:
     """max_batch_size=1, max_wait=0 (int or float) and max_concurrent_batches=1 are valid."""
     for wait in (0, 0.0, 2):
         MicroBatcher(noop, max_batch_size=1, max_wait=wait, max_concurrent_batches=1)
+
+
+class _Size(enum.IntEnum):
+    SMALL = 4
+
+
+class _Seconds(float):  # a float subclass, as numpy.float64 is
+    pass
+
+
+def test_int_and_float_subclasses_are_accepted() -> None:
+    """An int subclass (an IntEnum) for the counts and a float subclass for max_wait are valid."""
+    try:
+        MicroBatcher(noop, max_batch_size=_Size.SMALL, max_wait=_Seconds(0.01),
+                     max_concurrent_batches=_Size.SMALL)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(
+            f"MicroBatcher(process, max_batch_size=<IntEnum 4>, max_wait=<float subclass 0.01>, "
+            f"max_concurrent_batches=<IntEnum 4>) raised {exc!r}: an IntEnum is an int and a "
+            f"float subclass is a float (only bool is refused)") from exc

@@ -234,3 +234,18 @@ def test_every_item_is_processed_once_in_order_under_load(
     assert all(0 < len(b) <= size for b in rig.batches()), f"batch sizes: {rig.batches()}"
     assert rig.peak <= limit, f"{rig.peak} process calls at once, limit {limit}"
     rig.returned(range(len(gaps)))
+
+
+@trio_only
+async def test_a_window_whose_items_were_all_withdrawn_sends_nothing() -> None:
+    """When every item of a pending batch is withdrawn, its window's end sends nothing at all."""
+    rig = Rig(size=3, wait=1.0)
+    async with rig.open() as tg:
+        await rig.submit(tg, 0, 1)
+        await anyio.sleep(0.25)
+        rig.cancel(0, 1)
+        await anyio.sleep(2.0)  # well past the old deadline of 1.0
+        await rig.submit(tg, 2)
+        await rig.wait_for([2])
+    assert rig.calls == [(3.25, [2])], f"0 and 1 at 0, both withdrawn at 0.25, 2 at 2.25, " \
+        f"max_wait=1.0: dispatched {rig.calls}, expected only [(3.25, [2])] (no empty batch)"

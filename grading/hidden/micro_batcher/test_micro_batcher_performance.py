@@ -43,13 +43,13 @@ class _Steps(trio.abc.Instrument):
         self.count += 1
 
 
-def _scheduler_steps(n: int, batched: bool) -> int:
+def _scheduler_steps(n: int, batched: bool, size: int = 64, wait: float = LONG) -> int:
     async def process(items: list[int]) -> list[int]:
         await anyio.lowlevel.checkpoint()
         return items
 
     async def main() -> None:
-        batcher = MicroBatcher(process, max_batch_size=64, max_wait=LONG)
+        batcher = MicroBatcher(process, max_batch_size=size, max_wait=wait)
         trio.lowlevel.add_instrument(steps)
         async with batcher, anyio.create_task_group() as tg:
             for i in range(n):
@@ -68,3 +68,15 @@ def test_scheduler_work_per_item_is_a_small_multiple_of_a_checkpoint() -> None:
     assert batched <= 4 * baseline, \
         f"{n} callers took {batched} task steps through the batcher, {baseline} for one " \
         f"checkpoint each: {batched / baseline:.1f}x, expected at most 4x"
+
+
+def test_a_finished_batch_wakes_only_its_own_callers() -> None:
+    """Scheduler work per item stays small with hundreds of callers waiting (no broadcast wake)."""
+    n = 512  # batches of one, so hundreds of callers wait while each batch runs
+    batched = _scheduler_steps(n, batched=True, size=1, wait=0.0)
+    baseline = _scheduler_steps(n, batched=False)
+    kata_measure.count(8 * baseline, batched, label="count: task steps")
+    assert batched <= 8 * baseline, \
+        f"{n} callers in batches of one took {batched} task steps through the batcher, " \
+        f"{baseline} for one checkpoint each: {batched / baseline:.1f}x, expected at most 8x " \
+        f"(does every finished batch wake every waiting caller?)"

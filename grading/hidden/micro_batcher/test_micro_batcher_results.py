@@ -147,3 +147,26 @@ async def test_batch_error_names_both_counts(anyio_backend_name: str) -> None:
     message = str(rig.outcomes[0][1])
     assert re.search(r"\b7\b", message) and re.search(r"\b4\b", message), \
         f"message {message!r} should name 7 (expected) and 4 (received)"
+
+
+async def test_results_may_come_back_as_a_tuple(anyio_backend_name: str) -> None:
+    """process may return its results as any sequence, a tuple as well as a list."""
+    rig = Rig(size=3, wait=LONG, results=lambda items: tuple(10 * x for x in items))
+    assert await rig.run([(0.0, [4, 5, 6])], leave_early=True) == []
+    assert rig.batches() == [[4, 5, 6]], f"process got {rig.batches()}, expected [[4, 5, 6]]"
+    rig.returned([4, 5, 6])
+
+
+def _with_falsy(items: list[int]) -> Sequence[int]:
+    falsy: dict[int, object] = {1: None, 2: 0, 3: ""}
+    return [falsy.get(x, 10 * x) for x in items]  # type: ignore[misc]  # None is the point
+
+
+async def test_a_none_or_falsy_result_is_returned_not_raised(anyio_backend_name: str) -> None:
+    """A result of None (or 0, or "") is an ordinary result: its caller gets it returned."""
+    rig = Rig(size=4, wait=LONG, results=_with_falsy)
+    assert await rig.run([(0.0, [0, 1, 2, 3])], leave_early=True) == []
+    got = {i: rig.outcomes.get(i) for i in range(4)}
+    want = {0: ("returned", 0), 1: ("returned", None), 2: ("returned", 0), 3: ("returned", "")}
+    assert got == want, f"process returned [0, None, 0, ''] for [0, 1, 2, 3]: the callers got " \
+                        f"{got}, expected each to return its own result"

@@ -172,3 +172,30 @@ def test_compaction_frees_forgotten_values() -> None:
     )
     got = [read(kv, "k", 4), read(kv, "k"), read(kv, "j")]
     assert [repr(x) for x in got] == ["_Blob('k3')", "_Blob('k5')", "'KeyError'"], f"reads: {got}"
+
+
+def _read_everything_then_compact() -> tuple[VersionedKV[_Blob], weakref.ref[_Blob]]:
+    """k: old@1, new@2; every read at every version (get, snapshot, history), then compact(2).
+    Only a weak reference to the old value leaves this function."""
+    kv: VersionedKV[_Blob] = VersionedKV()
+    old = _Blob("old")
+    call(kv, "put", "k", old)
+    for _ in range(2):
+        read(kv, "k", 1), read(kv, "k"), call(kv, "snapshot", 1), call(kv, "snapshot")
+        call(kv, "history", "k")
+    call(kv, "put", "k", _Blob("new"))
+    for version in (1, 2):
+        read(kv, "k", version), call(kv, "snapshot", version)
+    call(kv, "compact", 2)
+    return kv, weakref.ref(old)
+
+
+def test_compaction_frees_values_that_reads_returned_before() -> None:
+    """Compaction frees a forgotten value also after get, snapshot and history returned it (no
+    cache of past reads keeps it alive)."""
+    kv, ref = _read_everything_then_compact()
+    gc.collect()
+    assert ref() is None, \
+        "the value written at 1 and read at 1 (get, snapshot, history) is still referenced " \
+        "after put at 2 and compact(2): does a cache of past reads keep it?"
+    assert repr(read(kv, "k", 2)) == "_Blob('new')", f"get('k', 2) gave {read(kv, 'k', 2)!r}"

@@ -4,6 +4,7 @@ store grows, as ratios measured in the same run (rule 10)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 from collections.abc import Callable
 
@@ -99,4 +100,31 @@ def test_put_cost_stays_flat_as_the_store_grows() -> None:
     assert ratio < 8, (
         f"500 puts into a store of 20000 writes took {kata_measure.times(ratio, 8)} the CPU "
         "time of 500 into a new store: a put should cost O(1)"
+    )
+
+
+@pytest.mark.points(2)
+def test_put_of_a_new_key_stays_flat_as_the_keys_grow() -> None:
+    """A put of a new key into a store of 5000 keys costs within a small factor of one into a
+    new store (no scan over the keys)."""
+    big: VersionedKV[int] = VersionedKV()
+    for i in range(5000):
+        big.put(f"key{i}", i)
+    fresh_keys = (f"new{i}" for i in itertools.count())  # new keys at every measured run
+
+    def put_fresh() -> None:
+        kv: VersionedKV[int] = VersionedKV()
+        for i in range(200):
+            kv.put(f"new{i}", i)
+
+    def put_big() -> None:
+        for i in range(200):
+            big.put(next(fresh_keys), i)
+
+    ratio = kata_measure.growth(put_fresh, put_big, 8)
+    # A dict of keys: about 1x; a list of keys searched with `in`: 20x and more.
+    assert ratio < 8, (
+        f"200 puts of new keys into a store of 5000 keys took {kata_measure.times(ratio, 8)} "
+        "the CPU time of 200 into a new store: a put of a new key should cost O(1), not a scan "
+        "over the keys"
     )
