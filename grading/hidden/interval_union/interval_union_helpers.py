@@ -160,7 +160,7 @@ def raises(errors: Any, call: Callable[[], object], shown: str) -> None:
 # ---------------------------------------------------------------- performance
 
 # 16x the intervals: n log n takes about 20x-30x the time, n^2 about 256x.
-SMALL, GROWTH, LIMIT = 100, 16, 80.0
+SMALL, GROWTH, LIMIT = 200, 16, 64.0
 # Input already in order sorts in linear time, so a quadratic step with a tiny constant
 # (`list.pop(0)`, a memmove) hides until the input is large: how large depends on the CPU's
 # memory bandwidth. From 15,625 to 500,000 intervals (32x) an n log n merge takes about 35x; a
