@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="regrade whenever the submission is saved, showing what changed")
     parser.add_argument("--gradescope", action="store_true",
                         help="with bundle: a Gradescope autograder zip instead of a take-home")
+    parser.add_argument("--reset", action="store_true",
+                        help="with hint: start again from the first hint")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show failure messages in full")
     parser.add_argument("--no-mypy", action="store_true",
@@ -210,6 +212,8 @@ def _rerun_under_uv(argv: list[str], missing: list[str]) -> None:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.reset and args.target != "hint":
+        raise UsageError("--reset goes with hint: `python grader.py hint NAME --reset`")
     if args.target == "list":
         _reject_extra(args)
         return _list(sys.stdout)
@@ -217,7 +221,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         from grading.hints import hint
         if len(args.names) != 1:
             raise UsageError("hint takes one exercise name: `python grader.py hint token_bucket`")
-        hint(_find(args.names[0]), sys.stdout)
+        hint(_find(args.names[0]), sys.stdout, reset=args.reset)
         return 0
     if args.target == "bundle":
         from grading.bundle import BundleError, bundle, gradescope
