@@ -130,9 +130,12 @@ def test_an_integer_field_takes_only_a_json_integer(tmp_path: Path) -> None:
               ("entries", 0, "collective_seq_id"), ("entries", 0, "p2p_seq_id")]
     for field in fields:
         for wrong in (1.0, 0.0, True, "1", math.nan, math.inf):
+            if field[-1] == "pg_id" and wrong == "1":
+                continue  # the statement accepts either reading of a text pg_id
             path.write_text(_with(field, wrong), encoding="utf-8")
             got = _refusal(path)
-            assert got == "DumpError naming the file", f"{field} = {wrong!r}: {got}"
+            assert got == "DumpError naming the file", (
+                f"{field} = {wrong!r} (not a JSON integer): {got}")
 
 
 def _refusal(path: Path) -> str:
@@ -144,7 +147,7 @@ def _refusal(path: Path) -> str:
         return "DumpError naming the file" if named else f"DumpError without the file: {err}"
     except Exception as err:  # any other exception is the failure reported
         return f"{type(err).__name__}: {err}, not DumpError"
-    return "accepted the dump (not a JSON integer); expected DumpError"
+    return "accepted the dump; expected DumpError"
 
 
 def test_a_group_with_a_repeated_rank_raises_dump_error(tmp_path: Path) -> None:
