@@ -241,6 +241,8 @@ def load_dump(source: str | os.PathLike[str] | TextIO, rank: int | None = None) 
         raise DumpError(f"{where}: not UTF-8 text ({err.reason})") from None
     except json.JSONDecodeError as err:
         raise DumpError(f"{where}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    except (ValueError, RecursionError) as err:  # nested too deep, or an integer too long
+        raise DumpError(f"{where}: JSON that cannot be read ({type(err).__name__})") from None
     return _parse(doc, rank, where)
 
 
@@ -434,6 +436,15 @@ def _json(report: Report) -> str:
     return json.dumps(data, indent=2)
 
 
+def _print(text: str) -> None:
+    """Print ``text``; a file name that stdout cannot encode is shown escaped, not a crash."""
+    try:
+        print(text)
+    except UnicodeEncodeError:
+        encoding = sys.stdout.encoding or "utf-8"
+        print(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
 class _Usage(Exception):
     pass
 
@@ -461,7 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_Usage, ValueError) as err:
         print(f"hang_finder: {err}", file=sys.stderr)
         return 2
-    print(_json(report) if args.format == "json" else _paragraph(report))
+    _print(_json(report) if args.format == "json" else _paragraph(report))
     return 0 if report.kind == "no_hang" else 1
 
 

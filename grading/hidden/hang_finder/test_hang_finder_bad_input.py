@@ -23,7 +23,8 @@ def test_the_rank_comes_from_the_last_number_in_the_file_name(tmp_path: Path) ->
     """The rank is the last number in the file's name; an explicit rank wins."""
     text = json.dumps(_GOOD)
     for name, want in [("nccl_trace_rank_17", 17), ("host-12_rank_3.json", 3),
-                       ("job7_trace_0.json", 0), ("trace_4096.json", 4096)]:
+                       ("job7_trace_0.json", 0), ("trace_4096.json", 4096),
+                       ("trace-17.json", 17), ("rank17.json", 17), ("dump.rank5", 5)]:
         (tmp_path / name).write_text(text, encoding="utf-8")
         got = load_dump(tmp_path / name).rank
         assert got == want, f"load_dump({name!r}).rank is {got}, expected {want}"
@@ -66,6 +67,28 @@ def test_a_malformed_dump_raises_dump_error_naming_the_file(case: str, tmp_path:
         load_dump(path)
 
 
+def test_a_dump_nested_too_deep_raises_dump_error_and_scan_lists_it(tmp_path: Path) -> None:
+    """JSON nested deeper than the parser can follow raises DumpError naming the file, not
+    RecursionError; scan lists such a file as unreadable."""
+    path = tmp_path / "trace_0.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    got = _refusal(path)
+    assert got == "DumpError naming the file", f"a dump of 100,000 nested lists: {got}"
+    report = scan(tmp_path)
+    assert [name for name, _ in report.unreadable] == ["trace_0.json"], (
+        f"scan of a folder holding only that file: unreadable is {report.unreadable}")
+
+
+def test_a_dump_that_is_not_utf8_raises_dump_error(tmp_path: Path) -> None:
+    """A dump that is valid JSON in Latin-1 but not UTF-8 (a desc of "caf\\xe9") raises DumpError
+    naming the file: no byte is replaced or guessed."""
+    path = tmp_path / "trace_1.json"
+    text = json.dumps(_GOOD, ensure_ascii=False).replace('"default_pg"', '"caf\u00e9"', 1)
+    path.write_bytes(text.encode("latin-1"))
+    got = _refusal(path)
+    assert got == "DumpError naming the file", f"a desc written in Latin-1 (b'caf\\xe9'): {got}"
+
+
 def test_a_binary_file_raises_dump_error(tmp_path: Path) -> None:
     """A file that is not text (a pickle dump, say) raises DumpError, not UnicodeDecodeError."""
     path = tmp_path / "trace_1"
@@ -103,7 +126,9 @@ def test_the_command_line_says_what_is_wrong_with_exit_status_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A missing folder or a bad option: one line on stderr, exit status 2, no traceback."""
     for argv, names in [([str(tmp_path / "nowhere")], "nowhere"),
-                        ([str(tmp_path), "--format", "yaml"], "yaml"), ([], "")]:
+                        ([str(tmp_path), "--format", "yaml"], "yaml"), ([], ""),
+                        ([str(tmp_path), "--world-size", "0"], "0"),
+                        ([str(tmp_path), "--world-size", "-3"], "-3")]:
         code = main(argv)
         err = capsys.readouterr().err.strip()
         assert code == 2, f"main({argv}) returned {code}, expected 2"
@@ -130,9 +155,12 @@ def test_an_integer_field_takes_only_a_json_integer(tmp_path: Path) -> None:
               ("entries", 0, "collective_seq_id"), ("entries", 0, "p2p_seq_id")]
     for field in fields:
         for wrong in (1.0, 0.0, True, "1", math.nan, math.inf):
+            if field[-1] == "pg_id" and wrong == "1":
+                continue  # the statement accepts either reading of a text pg_id
             path.write_text(_with(field, wrong), encoding="utf-8")
             got = _refusal(path)
-            assert got == "DumpError naming the file", f"{field} = {wrong!r}: {got}"
+            assert got == "DumpError naming the file", (
+                f"{field} = {wrong!r} (not a JSON integer): {got}")
 
 
 def _refusal(path: Path) -> str:
@@ -144,7 +172,7 @@ def _refusal(path: Path) -> str:
         return "DumpError naming the file" if named else f"DumpError without the file: {err}"
     except Exception as err:  # any other exception is the failure reported
         return f"{type(err).__name__}: {err}, not DumpError"
-    return "accepted the dump (not a JSON integer); expected DumpError"
+    return "accepted the dump; expected DumpError"
 
 
 def test_a_group_with_a_repeated_rank_raises_dump_error(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from hang_finder_helpers import Doc, document, entry, job
 
 _GOOD = job(2, 1, 1).docs[1]
 _ENTRY_FIELDS = {  # each Entry field, and a value of the wrong JSON type for it
-    "record_id": "3", "pg_id": "0", "collective_seq_id": "1", "p2p_seq_id": "0",
+    "record_id": "3", "pg_id": 0.0, "collective_seq_id": "1", "p2p_seq_id": "0",
     "profiling_name": 7, "input_sizes": "[[1024, 1024]]", "input_dtypes": "Float",
     "output_sizes": {"0": [1024]}, "output_dtypes": "Float", "state": 2, "is_p2p": 0,
 }

@@ -6,12 +6,15 @@ Times are measured with kata_measure: ratios within the check, never an absolute
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
 
 import kata_measure
 import pytest
-from hang_finder import Entry, GroupInfo, GroupStatus, RankDump, find_hang
+from hang_finder import Entry, GroupInfo, GroupStatus, RankDump, find_hang, scan
+from hang_finder_helpers import document, entry
 
 pytestmark = [pytest.mark.category("performance"), pytest.mark.timeout(60)]
 
@@ -70,3 +73,41 @@ def test_peak_memory_does_not_hold_every_dump() -> None:
         f"peak memory {large / 1e3:.0f} kB for 256 dumps of 64 entries, {small / 1e3:.0f} kB "
         f"for 32: {ratio:.1f}x (one dump at a time plus a little per rank stays under 4x; "
         f"holding every dump takes 8x)")
+
+
+def _write_dumps(folder: Path, world: int) -> None:
+    """A healthy job's dump files, each the same size whatever the world (tp groups of 8), each
+    entry holding eight tensors: the entries, not the per-rank tally, dominate a dump."""
+    shapes = [[4096, 1024]] * 8
+    for r in range(world):
+        tp = list(range(r - r % 8, r - r % 8 + 8))
+        rows = [entry(i, 1, i + 1, sizes=shapes, desc="tp") for i in range(32)]
+        doc = document({"1": ("tp", tp)}, {"1": (32, -1, 32)}, rows)
+        (folder / f"nccl_trace_rank_{r}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+@pytest.mark.points(2)
+def test_scan_peak_memory_does_not_hold_every_file(tmp_path: Path) -> None:
+    """scan of 16x the files peaks far under 16x the memory: it reads one file at a time and
+    lets go of it before the next."""
+    def peak(world: int) -> int:
+        folder = tmp_path / str(world)
+        folder.mkdir()
+        _write_dumps(folder, world)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            report = scan(folder)
+            used = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert report.kind == "no_hang", f"a healthy job of {world} ranks: {report}"
+        return used
+
+    small, large = peak(16), peak(256)
+    ratio = large / small
+    kata_measure.report("scan peak memory, 16x the files", ratio, 5)
+    assert ratio < 5, (
+        f"scan's peak memory: {large / 1e6:.1f} MB for 256 files of 32 entries, "
+        f"{small / 1e6:.1f} MB for 16: {ratio:.1f}x (one file at a time plus a few numbers per "
+        f"rank stays near 1x; holding every file's dump takes about 16x)")

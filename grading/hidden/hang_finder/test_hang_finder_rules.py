@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +346,56 @@ def test_scan_of_an_empty_folder_reports_rank_0_without_a_dump(tmp_path: Path) -
     got = scan(tmp_path, 3)
     assert (got.kind, got.no_dump) == ("missing_rank", (0, 1, 2)), (
         f"scan(empty folder, world_size=3) returned {got}: ranks 0-2 have no dump")
+
+
+def test_a_member_that_completed_seq_makes_the_group_stuck_for_the_members_behind() -> None:
+    """A group is stuck when some member's newest seq reaches seq, even if that member completed
+    it: rank 0 completed 12 while rank 1 stopped at 11, so rank 1 is missing at 12."""
+    group = {"0": ("default_pg", [0, 1])}
+    docs = {0: document(group, {"0": (12, -1, 12)}, [entry(11, 0, 12)]),
+            1: document(group, {"0": (11, -1, 11)}, [entry(10, 0, 11)])}
+    got = summary(report_of(docs, 2))
+    want: list[Any] = [("0", (0, 1), 12, "missing_rank", (1,), (), ())]
+    assert got == want, (
+        f"rank 0 issued and completed seq 12, rank 1 stopped at 11 (nothing in flight on either "
+        f"rank): got {got}, expected {want} (rule 6: stuck when a member's newest reaches seq)")
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("field", ["output_sizes", "output_dtypes"])
+def test_other_output_sizes_or_output_dtypes_are_a_mismatch(field: str) -> None:
+    """A member whose entry at the stuck seq differs only in output_sizes, or only in
+    output_dtypes, is mismatched."""
+    wrong: dict[str, Any] = {"output_sizes": [[4096, 4096]], "output_dtypes": ["BFloat16"]}
+    j = job(8, 2, 2, fault="all_entered", culprit=3, hang_op=2)
+    last = j.docs[3]["entries"][-1]
+    assert last["state"] == "scheduled" and last["collective_seq_id"] == 3, last
+    last[field] = wrong[field]
+    got = summary(report_of(j.docs, 8))
+    want: list[Any] = [("2", (1, 3, 5, 7), 3, "mismatch", (), (3,), ())]
+    assert got == want, (
+        f"rank 3's entry at dp seq 3 has {field} {wrong[field]}, its peers' the same as their "
+        f"inputs: got {got}, expected {want} (rule 8 compares outputs too)")
+
+
+def test_the_command_line_prints_a_file_name_that_is_not_utf8(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
+    escaped, say): main does not crash printing it to a UTF-8 stdout."""
+    _write(tmp_path, job(2, 1, 1).docs)
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
+            f.write(b"\x00\xff garbage")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses a file name that is not UTF-8")
+    out = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
+    try:
+        code = main([str(tmp_path)])
+        sys.stdout.flush()
+    except UnicodeEncodeError as err:
+        pytest.fail(f"main raised UnicodeEncodeError printing the report: {err}")
+    text = out.getvalue().decode("utf-8")
+    assert code == 1 and "trace_2" in text, (
+        f"a folder with an unreadable trace_2\\xff.json: exit {code}, printed {text!r}; expected "
+        f"exit 1 and a paragraph naming the file")
