@@ -11,9 +11,10 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from hang_finder import RankDump, load_dump
+from hang_finder import DumpError, RankDump, load_dump
 
 Doc = dict[str, Any]
 FRAMES = [
@@ -204,3 +205,15 @@ def two_rank(status: dict[str, tuple[int, int, int]], entries: list[Doc],
     """A dump of a rank in a 2-rank job whose groups "0" and "1" both hold ranks 0 and 1."""
     cfg = groups or {"0": ("default_pg", [0, 1]), "1": ("tp", [0, 1])}
     return document(cfg, status, entries)
+
+
+def refusal(path: Path) -> str:
+    """What load_dump does with the file, in words."""
+    try:
+        load_dump(path)
+    except DumpError as err:
+        named = path.name in str(err)
+        return "DumpError naming the file" if named else f"DumpError without the file: {err}"
+    except Exception as err:  # any other exception is the failure reported
+        return f"{type(err).__name__}: {err}, not DumpError"
+    return "accepted the dump; expected DumpError"

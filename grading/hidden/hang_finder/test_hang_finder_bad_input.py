@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from hang_finder import DumpError, find_hang, load_dump, main, scan
-from hang_finder_helpers import dumps_of, job
+from hang_finder_helpers import dumps_of, job, refusal
 
 pytestmark = pytest.mark.category("bad_input")
 _GOOD = job(2, 1, 1).docs[1]
@@ -72,7 +72,7 @@ def test_a_dump_nested_too_deep_raises_dump_error_and_scan_lists_it(tmp_path: Pa
     RecursionError; scan lists such a file as unreadable."""
     path = tmp_path / "trace_0.json"
     path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
-    got = _refusal(path)
+    got = refusal(path)
     assert got == "DumpError naming the file", f"a dump of 100,000 nested lists: {got}"
     report = scan(tmp_path)
     assert [name for name, _ in report.unreadable] == ["trace_0.json"], (
@@ -85,7 +85,7 @@ def test_a_dump_that_is_not_utf8_raises_dump_error(tmp_path: Path) -> None:
     path = tmp_path / "trace_1.json"
     text = json.dumps(_GOOD, ensure_ascii=False).replace('"default_pg"', '"caf\u00e9"', 1)
     path.write_bytes(text.encode("latin-1"))
-    got = _refusal(path)
+    got = refusal(path)
     assert got == "DumpError naming the file", f"a desc written in Latin-1 (b'caf\\xe9'): {got}"
 
 
@@ -158,21 +158,9 @@ def test_an_integer_field_takes_only_a_json_integer(tmp_path: Path) -> None:
             if field[-1] == "pg_id" and wrong == "1":
                 continue  # the statement accepts either reading of a text pg_id
             path.write_text(_with(field, wrong), encoding="utf-8")
-            got = _refusal(path)
+            got = refusal(path)
             assert got == "DumpError naming the file", (
                 f"{field} = {wrong!r} (not a JSON integer): {got}")
-
-
-def _refusal(path: Path) -> str:
-    """What load_dump does with the file, in words."""
-    try:
-        load_dump(path)
-    except DumpError as err:
-        named = path.name in str(err)
-        return "DumpError naming the file" if named else f"DumpError without the file: {err}"
-    except Exception as err:  # any other exception is the failure reported
-        return f"{type(err).__name__}: {err}, not DumpError"
-    return "accepted the dump; expected DumpError"
 
 
 def test_a_group_with_a_repeated_rank_raises_dump_error(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hang_finder import DumpError, Entry, GroupInfo, GroupStatus, find_hang, load_dump, scan
-from hang_finder_helpers import Doc, document, entry, job
+from hang_finder import Entry, GroupInfo, GroupStatus, find_hang, load_dump, scan
+from hang_finder_helpers import Doc, document, entry, job, refusal
 
 _GOOD = job(2, 1, 1).docs[1]
 _ENTRY_FIELDS = {  # each Entry field, and a value of the wrong JSON type for it
@@ -87,19 +87,8 @@ def test_a_missing_or_mistyped_field_raises_dump_error_naming_the_file(tmp_path:
     path = tmp_path / "nccl_trace_rank_5.json"
     for case, text in _cases().items():
         path.write_text(text, encoding="utf-8")
-        assert _refusal(path) == "DumpError naming the file", f"{case}: {_refusal(path)}"
+        assert refusal(path) == "DumpError naming the file", f"{case}: {refusal(path)}"
 
-
-def _refusal(path: Path) -> str:
-    """What load_dump does with the file, in words."""
-    try:
-        load_dump(path)
-    except DumpError as err:
-        named = path.name in str(err)
-        return "DumpError naming the file" if named else f"DumpError without the file: {err}"
-    except Exception as err:  # any other exception is the failure reported
-        return f"{type(err).__name__}: {err}, not DumpError"
-    return "accepted the dump; expected DumpError"
 
 def test_load_dump_reads_every_field() -> None:
     """load_dump keeps the version, each group (ranks sorted), each status and each entry."""
