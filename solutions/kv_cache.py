@@ -115,12 +115,12 @@ def kv_shape(config: Mapping[str, Any]) -> KVShape:
     return KVShape(attention, layers, kv_heads, head_dim, kv_factor, sliding, window)
 
 
-def _dtype_bytes(dtype: str) -> int:
-    try:
-        return _DTYPE_BYTES[dtype]
-    except (KeyError, TypeError):
+def _dtype_bytes(dtype: object) -> int:
+    element = _DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
+    if element is None:
         raise ValueError(f"unknown cache dtype {dtype!r}: expected one of "
-                         f"{', '.join(_DTYPE_BYTES)}") from None
+                         f"{', '.join(_DTYPE_BYTES)}")
+    return element
 
 
 def kv_bytes_per_token(shape: KVShape, *, dtype: str) -> int:
@@ -130,14 +130,6 @@ def kv_bytes_per_token(shape: KVShape, *, dtype: str) -> int:
         ValueError: ``dtype`` is not one of "fp32", "bf16", "fp16" or "fp8".
     """
     return shape.layers * shape.kv_factor * shape.kv_heads * shape.head_dim * _dtype_bytes(dtype)
-
-
-def _at_least(name: str, value: object, least: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < least:
-        raise ValueError(f"{name} must be >= {least}, got {value}")
-    return value
 
 
 def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, context: int,
@@ -154,25 +146,31 @@ def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, c
             or ``tp`` and ``kv_heads`` such that neither divides the other.
         TypeError: a count that is not an int.
     """
-    _at_least("gpu_memory", gpu_memory)
-    _at_least("weights", weights, 0)
-    _at_least("tp", tp)
-    _at_least("context", context)
-    _at_least("block_tokens", block_tokens)
-    if isinstance(reserve, bool) or not isinstance(reserve, int | float):
+    for name, value, least in (("gpu_memory", gpu_memory, 1), ("weights", weights, 0),
+                               ("tp", tp, 1), ("context", context, 1),
+                               ("block_tokens", block_tokens, 1)):
+        if type(value) is not int:  # a bool is an int too, and is refused
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if value < least:
+            raise ValueError(f"{name} must be >= {least}, got {value}")
+    if isinstance(reserve, bool) or not isinstance(reserve, (int, float)):
         raise TypeError(f"reserve must be a number, got {reserve!r}")
     if not 0 <= reserve < 1:
         raise ValueError(f"reserve must be in [0, 1), got {reserve!r}")
     element = _dtype_bytes(dtype)
-    if shape.kv_heads % tp and tp % shape.kv_heads:
-        raise ValueError(f"tp ({tp}) and kv_heads ({shape.kv_heads}) must divide one another")
-    # Past one head per rank the heads are replicated, not split further.
-    heads_per_rank = max(1, shape.kv_heads // tp)
+    kv_heads = shape.kv_heads
+    if kv_heads % tp and tp % kv_heads:
+        raise ValueError(f"tp ({tp}) and kv_heads ({kv_heads}) must divide one another")
     budget = gpu_memory - math.ceil(gpu_memory * reserve) - -(-weights // tp)
-    full_layers = shape.layers - shape.sliding_layers
-    window = context if shape.window is None else min(context, shape.window)
+    if budget <= 0:
+        return 0  # the weights and the reserve take the whole GPU
     # Whole blocks per sequence and layer: a block is never shared by two sequences.
-    blocks = full_layers * -(-context // block_tokens) \
-        + shape.sliding_layers * -(-window // block_tokens)
+    sliding = shape.sliding_layers
+    blocks = (shape.layers - sliding) * -(-context // block_tokens)
+    if sliding:
+        window = context if shape.window is None else min(context, shape.window)
+        blocks += sliding * -(-window // block_tokens)
+    # Past one head per rank the heads are replicated, not split further.
+    heads_per_rank = kv_heads // tp or 1
     block_bytes = block_tokens * shape.kv_factor * heads_per_rank * shape.head_dim * element
-    return max(0, budget) // (blocks * block_bytes)
+    return budget // (blocks * block_bytes)
