@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 Attention = Literal["mha", "gqa", "mla"]
 
@@ -132,6 +132,17 @@ def kv_bytes_per_token(shape: KVShape, *, dtype: str) -> int:
     return shape.layers * shape.kv_factor * shape.kv_heads * shape.head_dim * _dtype_bytes(dtype)
 
 
+def _refuse_counts(**counts: object) -> NoReturn:
+    """Raise for the first of ``counts`` that is not an int, or is below its least value."""
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        least = 0 if name == "weights" else 1
+        if value < least:
+            raise ValueError(f"{name} must be >= {least}, got {value}")
+    raise AssertionError(f"no bad count among {counts}")
+
+
 def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, context: int,
                     block_tokens: int = 16, dtype: str, reserve: float) -> int:
     """How many sequences of ``context`` tokens a replica of ``tp`` GPUs holds at once.
@@ -146,13 +157,11 @@ def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, c
             or ``tp`` and ``kv_heads`` such that neither divides the other.
         TypeError: a count that is not an int.
     """
-    for name, value, least in (("gpu_memory", gpu_memory, 1), ("weights", weights, 0),
-                               ("tp", tp, 1), ("context", context, 1),
-                               ("block_tokens", block_tokens, 1)):
-        if type(value) is not int:  # a bool is an int too, and is refused
-            raise TypeError(f"{name} must be an int, got {value!r}")
-        if value < least:
-            raise ValueError(f"{name} must be >= {least}, got {value}")
+    if not (type(gpu_memory) is type(weights) is type(tp) is type(context)
+            is type(block_tokens) is int  # a bool is an int too, and is refused
+            and gpu_memory > 0 and weights >= 0 and tp > 0 and context > 0 and block_tokens > 0):
+        _refuse_counts(gpu_memory=gpu_memory, weights=weights, tp=tp, context=context,
+                       block_tokens=block_tokens)
     if isinstance(reserve, bool) or not isinstance(reserve, (int, float)):
         raise TypeError(f"reserve must be a number, got {reserve!r}")
     if not 0 <= reserve < 1:
