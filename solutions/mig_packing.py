@@ -155,10 +155,11 @@ class Gpu:
         """Free exactly the slices of ``instance``, which this GPU must hold."""
         if not isinstance(instance, Instance):
             raise TypeError(f"release takes an Instance, got {instance!r}")
-        if self._held.get(instance.start) != instance:
+        held = self._held.get(instance.start)
+        if held != instance:
             raise ValueError(f"{instance!r} is not held by this {self.model}")
-        del self._held[instance.start]
-        self._used &= ~_mask(instance.start, instance.end - instance.start)
+        del self._held[held.start]  # an equal instance may carry 0.0 for 0: use the held one
+        self._used &= ~_mask(held.start, held.end - held.start)
 
     def placeable(self) -> set[str]:
         """The profiles of which one more instance fits now."""
