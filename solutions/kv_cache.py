@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 Attention = Literal["mha", "gqa", "mla"]
 
@@ -115,12 +115,12 @@ def kv_shape(config: Mapping[str, Any]) -> KVShape:
     return KVShape(attention, layers, kv_heads, head_dim, kv_factor, sliding, window)
 
 
-def _dtype_bytes(dtype: object) -> int:
-    element = _DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
-    if element is None:
+def _dtype_bytes(dtype: str) -> int:
+    try:
+        return _DTYPE_BYTES[dtype]
+    except (KeyError, TypeError):
         raise ValueError(f"unknown cache dtype {dtype!r}: expected one of "
-                         f"{', '.join(_DTYPE_BYTES)}")
-    return element
+                         f"{', '.join(_DTYPE_BYTES)}") from None
 
 
 def kv_bytes_per_token(shape: KVShape, *, dtype: str) -> int:
@@ -132,15 +132,12 @@ def kv_bytes_per_token(shape: KVShape, *, dtype: str) -> int:
     return shape.layers * shape.kv_factor * shape.kv_heads * shape.head_dim * _dtype_bytes(dtype)
 
 
-def _refuse_counts(**counts: object) -> NoReturn:
-    """Raise for the first of ``counts`` that is not an int, or is below its least value."""
-    for name, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {value!r}")
-        least = 0 if name == "weights" else 1
-        if value < least:
-            raise ValueError(f"{name} must be >= {least}, got {value}")
-    raise AssertionError(f"no bad count among {counts}")
+def _at_least(name: str, value: object, least: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be >= {least}, got {value}")
+    return value
 
 
 def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, context: int,
@@ -157,15 +154,20 @@ def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, c
             or ``tp`` and ``kv_heads`` such that neither divides the other.
         TypeError: a count that is not an int.
     """
+    # The common case in one expression; the checks one by one only when it fails.
     if not (type(gpu_memory) is type(weights) is type(tp) is type(context)
-            is type(block_tokens) is int  # a bool is an int too, and is refused
-            and gpu_memory > 0 and weights >= 0 and tp > 0 and context > 0 and block_tokens > 0):
-        _refuse_counts(gpu_memory=gpu_memory, weights=weights, tp=tp, context=context,
-                       block_tokens=block_tokens)
-    if isinstance(reserve, bool) or not isinstance(reserve, (int, float)):
-        raise TypeError(f"reserve must be a number, got {reserve!r}")
-    if not 0 <= reserve < 1:
-        raise ValueError(f"reserve must be in [0, 1), got {reserve!r}")
+            is type(block_tokens) is int
+            and gpu_memory > 0 and weights >= 0 and tp > 0 and context > 0 and block_tokens > 0
+            and type(reserve) is float and 0 <= reserve < 1):
+        _at_least("gpu_memory", gpu_memory)
+        _at_least("weights", weights, 0)
+        _at_least("tp", tp)
+        _at_least("context", context)
+        _at_least("block_tokens", block_tokens)
+        if isinstance(reserve, bool) or not isinstance(reserve, int | float):
+            raise TypeError(f"reserve must be a number, got {reserve!r}")
+        if not 0 <= reserve < 1:
+            raise ValueError(f"reserve must be in [0, 1), got {reserve!r}")
     element = _dtype_bytes(dtype)
     kv_heads = shape.kv_heads
     if kv_heads % tp and tp % kv_heads:
