@@ -153,6 +153,13 @@ def test_an_argument_of_the_wrong_type_raises() -> None:
             max_concurrency(LLAMA_70B, **{**_OK, name: bad})
 
 
+def test_a_bool_reserve_raises() -> None:
+    """reserve=False or True is not a number of this API: TypeError (or ValueError)."""
+    for bad in (False, True):
+        with pytest.raises((TypeError, ValueError)):
+            max_concurrency(LLAMA_70B, **{**_OK, "reserve": bad})
+
+
 def test_tp_that_does_not_divide_the_kv_heads_raises() -> None:
     """tp and kv_heads must divide one another: 8 KV heads cannot be split over 3 or 12 ranks."""
     for tp in (3, 6, 12):

@@ -157,6 +157,17 @@ def test_the_reserve_is_the_fraction_as_written() -> None:
 
 
 @edge
+def test_an_int_reserve_counts_like_a_float() -> None:
+    """reserve may be an int: reserve=0 is no reserve, as 0.0 is (with every count at its
+    least: one GPU, no weights, one-token blocks and context)."""
+    for reserve in (0, 0.0):
+        _fits(TINY, 16, "64 bytes hold 16 one-token sequences of 4 bytes", gpu_memory=64,
+              context=1, block_tokens=1, reserve=reserve)
+    _fits(TINY, 1, "4 bytes hold one 4-byte sequence", gpu_memory=4, context=1, block_tokens=1,
+          reserve=0)
+
+
+@edge
 def test_one_token_blocks_and_one_token_contexts() -> None:
     """block_tokens=1 rounds nothing; context=1 still takes one whole block."""
     _fits(TINY, 31, "17 tokens of 4 bytes in blocks of 1: 2,112 / 68", gpu_memory=2112,
