@@ -155,10 +155,10 @@ def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, c
         TypeError: a count that is not an int.
     """
     # The common case in one expression; the checks one by one only when it fails.
-    if not (type(gpu_memory) is type(weights) is type(tp) is type(context)
-            is type(block_tokens) is int
+    if not (type(gpu_memory) is int and type(weights) is int and type(tp) is int
+            and type(context) is int and type(block_tokens) is int and type(reserve) is float
             and gpu_memory > 0 and weights >= 0 and tp > 0 and context > 0 and block_tokens > 0
-            and type(reserve) is float and 0 <= reserve < 1):
+            and 0 <= reserve < 1):
         _at_least("gpu_memory", gpu_memory)
         _at_least("weights", weights, 0)
         _at_least("tp", tp)
