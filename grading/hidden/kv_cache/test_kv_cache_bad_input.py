@@ -148,7 +148,7 @@ def test_an_argument_out_of_range_raises_value_error(name: str, bad: object) -> 
 def test_an_argument_of_the_wrong_type_raises() -> None:
     """A count that is not an int (a float, a str, a bool) raises TypeError (or ValueError)."""
     for name, bad in [("tp", 2.0), ("context", "4096"), ("block_tokens", True),
-                      ("gpu_memory", 8.0e10), ("weights", 1.5e9)]:
+                      ("gpu_memory", 8.0e10), ("weights", 1.5e9), ("context", 4096.0)]:
         with pytest.raises((TypeError, ValueError)):
             max_concurrency(LLAMA_70B, **{**_OK, name: bad})
 
