@@ -266,6 +266,12 @@ def _next_layout(todo: dict[str, int],
     return layout, took
 
 
+@cache
+def _instance(profile: str, start: int, end: int) -> Instance:
+    """Instances are frozen values, so one object serves every plan that holds it."""
+    return Instance(profile, start, end)
+
+
 def plan(requests: Mapping[str, int], gpus: int, model: str) -> list[list[Instance]] | None:
     """A layout for each of ``gpus`` empty GPUs holding exactly the requested instances.
 
@@ -279,7 +285,7 @@ def plan(requests: Mapping[str, int], gpus: int, model: str) -> list[list[Instan
     name = {(p.memory, p.starts): p.name for p in table.values()}
 
     def make(shape: _Shape, start: int) -> Instance:
-        return Instance(name[shape], start, start + shape[0])
+        return _instance(name[shape], start, start + shape[0])
 
     # A fleet has only a few distinct layouts: build each once and copy it along its stretch.
     out: list[list[Instance]] = []
