@@ -154,25 +154,34 @@ def max_concurrency(shape: KVShape, *, gpu_memory: int, weights: int, tp: int, c
             or ``tp`` and ``kv_heads`` such that neither divides the other.
         TypeError: a count that is not an int.
     """
-    _at_least("gpu_memory", gpu_memory)
-    _at_least("weights", weights, 0)
-    _at_least("tp", tp)
-    _at_least("context", context)
-    _at_least("block_tokens", block_tokens)
-    if isinstance(reserve, bool) or not isinstance(reserve, int | float):
-        raise TypeError(f"reserve must be a number, got {reserve!r}")
-    if not 0 <= reserve < 1:
-        raise ValueError(f"reserve must be in [0, 1), got {reserve!r}")
+    # The common case in one expression; the checks one by one only when it fails.
+    if not (type(gpu_memory) is int and type(weights) is int and type(tp) is int
+            and type(context) is int and type(block_tokens) is int and type(reserve) is float
+            and gpu_memory > 0 and weights >= 0 and tp > 0 and context > 0 and block_tokens > 0
+            and 0 <= reserve < 1):
+        _at_least("gpu_memory", gpu_memory)
+        _at_least("weights", weights, 0)
+        _at_least("tp", tp)
+        _at_least("context", context)
+        _at_least("block_tokens", block_tokens)
+        if isinstance(reserve, bool) or not isinstance(reserve, int | float):
+            raise TypeError(f"reserve must be a number, got {reserve!r}")
+        if not 0 <= reserve < 1:
+            raise ValueError(f"reserve must be in [0, 1), got {reserve!r}")
     element = _dtype_bytes(dtype)
-    if shape.kv_heads % tp and tp % shape.kv_heads:
-        raise ValueError(f"tp ({tp}) and kv_heads ({shape.kv_heads}) must divide one another")
-    # Past one head per rank the heads are replicated, not split further.
-    heads_per_rank = max(1, shape.kv_heads // tp)
+    kv_heads = shape.kv_heads
+    if kv_heads % tp and tp % kv_heads:
+        raise ValueError(f"tp ({tp}) and kv_heads ({kv_heads}) must divide one another")
     budget = gpu_memory - math.ceil(gpu_memory * reserve) - -(-weights // tp)
-    full_layers = shape.layers - shape.sliding_layers
-    window = context if shape.window is None else min(context, shape.window)
+    if budget <= 0:
+        return 0  # the weights and the reserve take the whole GPU
     # Whole blocks per sequence and layer: a block is never shared by two sequences.
-    blocks = full_layers * -(-context // block_tokens) \
-        + shape.sliding_layers * -(-window // block_tokens)
+    sliding = shape.sliding_layers
+    blocks = (shape.layers - sliding) * -(-context // block_tokens)
+    if sliding:
+        window = context if shape.window is None else min(context, shape.window)
+        blocks += sliding * -(-window // block_tokens)
+    # Past one head per rank the heads are replicated, not split further.
+    heads_per_rank = kv_heads // tp or 1
     block_bytes = block_tokens * shape.kv_factor * heads_per_rank * shape.head_dim * element
-    return max(0, budget) // (blocks * block_bytes)
+    return budget // (blocks * block_bytes)

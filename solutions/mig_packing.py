@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 
 __all__ = ["MEMORY_SLICES", "PROFILES", "Gpu", "Instance", "Profile", "plan"]
 
@@ -91,6 +92,35 @@ def _profile(table: Mapping[str, Profile], model: str, name: object) -> Profile:
     return table[name]
 
 
+# What rule 4 picks and what fits depend only on the model, the occupied slices (one byte) and
+# the profile: each is worked out once, on first use, so place and placeable cost a lookup.
+
+
+@cache
+def _placements(model: str) -> tuple[int, ...]:
+    """The slice mask of every placement of the model's table: a profile at one of its starts."""
+    return tuple(_mask(s, p.memory) for p in PROFILES[model].values() for s in p.starts)
+
+
+@cache
+def _rule4_start(model: str, used: int, name: str) -> int | None:
+    """The free start of ``name`` closing the fewest free placements, the smallest on a tie;
+    None when no start of it is free."""
+    p = PROFILES[model][name]
+    free = [s for s in p.starts if not used & _mask(s, p.memory)]
+    if not free:
+        return None
+    open_now = [m for m in _placements(model) if not m & used]
+    return min(free, key=lambda s: (sum(1 for m in open_now if m & _mask(s, p.memory)), s))
+
+
+@cache
+def _placeable(model: str, used: int) -> frozenset[str]:
+    """The profiles with a start whose slices are all free."""
+    return frozenset(p.name for p in PROFILES[model].values()
+                     if any(not used & _mask(s, p.memory) for s in p.starts))
+
+
 class Gpu:
     """One GPU of ``model``, empty at first; instances are placed and released one at a time."""
 
@@ -101,31 +131,21 @@ class Gpu:
         # ranges are disjoint, and `_used` has exactly their slices set.
         self._held: dict[int, Instance] = {}
         self._used = 0
-        self._placements = [_mask(s, p.memory) for p in self._table.values() for s in p.starts]
-
-    def _free(self, start: int, memory: int) -> bool:
-        return not self._used & _mask(start, memory)
-
-    def _closed_by(self, mask: int) -> int:
-        """How many placements, free now, an instance on ``mask`` would make unusable."""
-        return sum(1 for m in self._placements if m & mask and not m & self._used)
 
     def place(self, profile: str, start: int | None = None) -> Instance | None:
         """Place an instance of ``profile``; ``None`` (and no change) when it cannot go in."""
         p = _profile(self._table, self.model, profile)
-        if start is not None:
+        if start is None:
+            start = _rule4_start(self.model, self._used, p.name)
+            if start is None:
+                return None
+        else:
             if isinstance(start, bool) or not isinstance(start, int):
                 raise TypeError(f"start must be an int, got {start!r}")
             if start not in p.starts:
                 raise ValueError(f"{p.name} may start only at {list(p.starts)}, not at {start}")
-            if not self._free(start, p.memory):
+            if self._used & _mask(start, p.memory):
                 return None
-        else:
-            free = [s for s in p.starts if self._free(s, p.memory)]
-            if not free:
-                return None
-            # Keep the most placements open; the smallest start breaks ties.
-            start = min(free, key=lambda s: (self._closed_by(_mask(s, p.memory)), s))
         instance = Instance(p.name, start, start + p.memory)
         self._held[start] = instance
         self._used |= _mask(start, p.memory)
@@ -135,15 +155,15 @@ class Gpu:
         """Free exactly the slices of ``instance``, which this GPU must hold."""
         if not isinstance(instance, Instance):
             raise TypeError(f"release takes an Instance, got {instance!r}")
-        if self._held.get(instance.start) != instance:
+        held = self._held.get(instance.start)
+        if held != instance:
             raise ValueError(f"{instance!r} is not held by this {self.model}")
-        del self._held[instance.start]
-        self._used &= ~_mask(instance.start, instance.end - instance.start)
+        del self._held[held.start]  # an equal instance may carry 0.0 for 0: use the held one
+        self._used &= ~_mask(held.start, held.end - held.start)
 
     def placeable(self) -> set[str]:
         """The profiles of which one more instance fits now."""
-        return {p.name for p in self._table.values()
-                if any(self._free(s, p.memory) for s in p.starts)}
+        return set(_placeable(self.model, self._used))
 
     def instances(self) -> list[Instance]:
         """The instances held, by start."""
@@ -156,9 +176,7 @@ class Gpu:
 _WHOLE, _LEFT, _HALF = (8, (0,)), (4, (0,)), (4, (0, 4))
 _PAIR, _QUARTER, _SINGLE = (2, (0, 2, 4)), (2, (0, 2, 4, 6)), (1, _ANY)
 
-
 _Shape = tuple[int, tuple[int, ...]]  # (memory, starts): the tables' names differ, shapes do not
-_Put = Callable[[int, int, _Shape], None]
 
 
 def _counts(table: Mapping[str, Profile], model: str, requests: Mapping[str, int],
@@ -181,51 +199,77 @@ def _counts(table: Mapping[str, Profile], model: str, requests: Mapping[str, int
     return shapes
 
 
-def _halves(n: dict[_Shape, int], gpus: int,
-            put: _Put) -> tuple[list[tuple[int, int]], list[int]] | None:
-    """Place whole-GPU and half-GPU instances; the free quarters left, as (full, short)."""
-    whole, fours = n[_WHOLE], n[_LEFT]
-    halves = gpus - whole  # GPUs left for a left half and a right half each
-    right3 = min(n[_HALF], halves)  # a right half holds less than a left one: use those first
-    left = fours + n[_HALF] - right3  # left halves taken by 4g and the remaining 3g
-    if whole > gpus or left > halves:
+def _quotas(n: dict[_Shape, int], gpus: int) -> dict[str, int] | None:
+    """How many of each kind of place the fleet fills, or None when the requests cannot fit.
+
+    Two exchange arguments make this exact. A left half holds whatever a right half holds, so
+    a 3g takes a right half while one is free (a 4g has only left halves). A 2-slice 1g costs a
+    short quarter one 1-slice place and a full quarter two, so it takes short quarters first.
+    """
+    whole = n[_WHOLE]
+    halves = gpus - whole  # GPUs with a left and a right half
+    right3 = min(n[_HALF], halves)
+    left3 = n[_HALF] - right3
+    if halves < 0 or n[_LEFT] + left3 > halves:
         return None
-    full: list[tuple[int, int]] = []  # free quarters: (GPU, start); any quarter-sized instance
-    short: list[int] = []  # GPUs whose quarter [6, 8) is free: slice 7 starts nothing
-    for gpu in range(whole):
-        put(gpu, 0, _WHOLE)
-    for i, gpu in enumerate(range(whole, gpus)):
-        if i < left:
-            put(gpu, 0, _LEFT if i < fours else _HALF)
-        else:
-            full += [(gpu, 0), (gpu, 2)]
-        if i < right3:
-            put(gpu, 4, _HALF)
-        else:
-            full.append((gpu, 4))
-            short.append(gpu)
-    return full, short
+    short = halves - right3  # right halves left as a full quarter and the short one
+    full = 2 * (halves - n[_LEFT] - left3) + short
+    quarter_short = min(n[_QUARTER], short)
+    quarter_full = n[_QUARTER] - quarter_short
+    free_full = full - n[_PAIR] - quarter_full  # full quarters left for 1-slice instances
+    if free_full < 0 or n[_SINGLE] > 2 * free_full + short - quarter_short:
+        return None
+    return {"whole": whole, "left4": n[_LEFT], "left3": left3, "right3": right3,
+            "pair": n[_PAIR], "quarter_full": quarter_full, "quarter_short": quarter_short,
+            "single": n[_SINGLE]}
 
 
-def _quarters(n: dict[_Shape, int], full: list[tuple[int, int]], short: list[int],
-              put: _Put) -> bool:
-    """Place the quarter- and slice-sized instances in the free quarters, if they fit."""
-    if n[_PAIR] > len(full):
+def _next_layout(todo: dict[str, int],
+                 make: Callable[[_Shape, int], Instance]) -> tuple[list[Instance], dict[str, int]]:
+    """One GPU's layout, sorted by start, filled from ``todo``; and what it takes from ``todo``.
+
+    The GPU after it gets the same layout as long as every count it takes from lasts.
+    """
+    took: dict[str, int] = {}
+
+    def take(kind: str) -> bool:
+        if todo[kind] > took.get(kind, 0):
+            took[kind] = took.get(kind, 0) + 1
+            return True
         return False
-    for _ in range(n[_PAIR]):
-        put(*full.pop(), _PAIR)
-    # A short quarter holds one 1-slice instance, a full one two: 2-slice ones go short first.
-    if n[_QUARTER] > len(short) + len(full):
-        return False
-    for _ in range(n[_QUARTER]):
-        put(*((short.pop(), 6) if short else full.pop()), _QUARTER)
-    singles = [(gpu, 6) for gpu in short]
-    singles += [(gpu, start + k) for gpu, start in full for k in (0, 1)]
-    if n[_SINGLE] > len(singles):
-        return False
-    for gpu, start in singles[:n[_SINGLE]]:
-        put(gpu, start, _SINGLE)
-    return True
+
+    if take("whole"):
+        return [make(_WHOLE, 0)], took
+    layout, quarters = [], []
+    if take("left4"):
+        layout.append(make(_LEFT, 0))
+    elif take("left3"):
+        layout.append(make(_HALF, 0))
+    else:
+        quarters += [0, 2]
+    right3 = take("right3")
+    if not right3:
+        quarters.append(4)
+    for q in quarters:
+        if take("pair"):
+            layout.append(make(_PAIR, q))
+        elif take("quarter_full"):
+            layout.append(make(_QUARTER, q))
+        else:
+            layout += [make(_SINGLE, s) for s in (q, q + 1) if take("single")]
+    if right3:
+        layout.append(make(_HALF, 4))
+    elif take("quarter_short"):
+        layout.append(make(_QUARTER, 6))
+    elif take("single"):
+        layout.append(make(_SINGLE, 6))
+    return layout, took
+
+
+@cache
+def _instance(profile: str, start: int, end: int) -> Instance:
+    """Instances are frozen values, so one object serves every plan that holds it."""
+    return Instance(profile, start, end)
 
 
 def plan(requests: Mapping[str, int], gpus: int, model: str) -> list[list[Instance]] | None:
@@ -235,15 +279,20 @@ def plan(requests: Mapping[str, int], gpus: int, model: str) -> list[list[Instan
     """
     table = _model_table(model)
     n = _counts(table, model, requests, gpus)
-    name = {(p.memory, p.starts): p.name for p in table.values()}
-    out: list[list[Instance]] = [[] for _ in range(gpus)]
-
-    def put(gpu: int, start: int, shape: _Shape) -> None:
-        out[gpu].append(Instance(name[shape], start, start + shape[0]))
-
-    free = _halves(n, gpus, put)
-    if free is None or not _quarters(n, *free, put):
+    todo = _quotas(n, gpus)
+    if todo is None:
         return None
-    for layout in out:
-        layout.sort(key=lambda instance: instance.start)
+    name = {(p.memory, p.starts): p.name for p in table.values()}
+
+    def make(shape: _Shape, start: int) -> Instance:
+        return _instance(name[shape], start, start + shape[0])
+
+    # A fleet has only a few distinct layouts: build each once and copy it along its stretch.
+    out: list[list[Instance]] = []
+    while len(out) < gpus:
+        layout, took = _next_layout(todo, make)
+        times = min([gpus - len(out)] + [todo[kind] // k for kind, k in took.items()])
+        for kind, k in took.items():
+            todo[kind] -= k * times
+        out += [layout.copy() for _ in range(times)]
     return out

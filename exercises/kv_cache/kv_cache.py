@@ -50,6 +50,7 @@ def kv_shape(config: Mapping[str, Any]) -> KVShape:
     Raises:
         ValueError: a needed field is missing or not a positive integer, the heads do not
             divide (the message names the field), or ``layer_types`` names an unknown kind.
+        TypeError or ValueError (either): ``config`` is not a mapping.
 
     >>> kv_shape({"num_hidden_layers": 32, "num_attention_heads": 32,
     ...           "num_key_value_heads": 8, "hidden_size": 4096})

@@ -82,7 +82,7 @@ class Gpu:
 
     Raises:
         ValueError: ``model`` is not a key of ``PROFILES`` (the message names it).
-        TypeError: ``model`` is not a str.
+        TypeError: ``model`` is not a str (the checks also accept ValueError there).
     """
 
     model: str
@@ -101,7 +101,8 @@ class Gpu:
         Raises:
             ValueError: ``profile`` is not a profile of this GPU's model, or ``start`` is not
                 one of the profile's starts (the message names the value).
-            TypeError: ``profile`` is not a str, or ``start`` is not an int.
+            TypeError: ``start`` is not an int (``True`` included), or ``profile`` is not a
+                str (the checks also accept ValueError for the profile).
 
         >>> gpu = Gpu("A100-80GB")
         >>> gpu.place("1g.10gb")
@@ -115,7 +116,8 @@ class Gpu:
         Raises:
             ValueError: this GPU holds no instance equal to ``instance`` (released already,
                 never placed here, or another profile on the same slices); nothing changes.
-            TypeError: ``instance`` is not an ``Instance``.
+            TypeError: ``instance`` is not an ``Instance`` (the checks also accept
+                ValueError there). An equal instance (``==``) is the held one.
         """
         raise NotImplementedError("Gpu.release is not written yet")
 
@@ -143,8 +145,8 @@ def plan(requests: Mapping[str, int], gpus: int, model: str) -> list[list[Instan
     plan that a cleverer assignment would find must be found.
 
     Raises:
-        ValueError: unknown ``model``, a profile not of ``model``, a negative count or
-            ``gpus < 0`` (the message names the value).
+        ValueError: unknown ``model``, a profile not of ``model`` (whatever its count), a
+            negative count or ``gpus < 0`` (the message names the value).
         TypeError: a count or ``gpus`` that is not an int, or ``requests`` not a mapping.
 
     >>> plan({"3g.40gb": 2, "2g.20gb": 4}, 2, "A100-80GB") is not None

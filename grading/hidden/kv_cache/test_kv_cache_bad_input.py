@@ -86,6 +86,40 @@ def test_an_unknown_attention_kind_raises() -> None:
     _refused(short, "layer_types", "46 layers and 45 layer_types")
 
 
+def test_sliding_layer_types_without_a_window_raise() -> None:
+    """layer_types with sliding layers and no sliding_window (absent or null) raises ValueError
+    naming sliding_window: a sliding layer needs its window."""
+    kinds = ["sliding_attention", "full_attention"]
+    config = {**LLAMA_31_8B, "num_hidden_layers": 2, "layer_types": kinds}
+    _refused(config, "sliding_window", f"layer_types {kinds} and no sliding_window")
+    _refused({**config, "sliding_window": None}, "sliding_window",
+             f"layer_types {kinds} and sliding_window null")
+
+
+def test_layer_types_that_are_not_a_list_raise() -> None:
+    """layer_types that is not a list (a string, a number, a mapping) raises ValueError naming
+    layer_types."""
+    for bad in ("sliding_attention", 2, {"0": "sliding_attention", "1": "full_attention"}):
+        config = {**MISTRAL_7B_V01, "num_hidden_layers": 2, "layer_types": bad}
+        _refused(config, "layer_types", f"a 2-layer config with layer_types {bad!r}")
+
+
+def test_a_kv_lora_rank_of_false_raises() -> None:
+    """kv_lora_rank: false is a latent rank that is not a positive int: ValueError naming it,
+    never a silent fall back to standard attention."""
+    _refused({**DEEPSEEK_V3, "kv_lora_rank": False}, "kv_lora_rank",
+             "DeepSeek-V3 with kv_lora_rank false")
+
+
+def test_a_config_that_is_not_a_mapping_raises() -> None:
+    """A config that is not a mapping (a list, the JSON text, None, a number) raises TypeError or
+    ValueError (either is accepted), never another error."""
+    bad: Any
+    for bad in ([("num_hidden_layers", 32)], '{"num_hidden_layers": 32}', None, 32):
+        with pytest.raises((TypeError, ValueError)):
+            kv_shape(bad)
+
+
 def test_an_unknown_dtype_is_refused_everywhere() -> None:
     """A dtype other than fp32, bf16, fp16 or fp8 raises ValueError: never a guess."""
     shape = kv_shape(DEEPSEEK_V3)
@@ -114,9 +148,16 @@ def test_an_argument_out_of_range_raises_value_error(name: str, bad: object) -> 
 def test_an_argument_of_the_wrong_type_raises() -> None:
     """A count that is not an int (a float, a str, a bool) raises TypeError (or ValueError)."""
     for name, bad in [("tp", 2.0), ("context", "4096"), ("block_tokens", True),
-                      ("gpu_memory", 8.0e10)]:
+                      ("gpu_memory", 8.0e10), ("weights", 1.5e9), ("context", 4096.0)]:
         with pytest.raises((TypeError, ValueError)):
             max_concurrency(LLAMA_70B, **{**_OK, name: bad})
+
+
+def test_a_bool_reserve_raises() -> None:
+    """reserve=False or True is not a number of this API: TypeError (or ValueError)."""
+    for bad in (False, True):
+        with pytest.raises((TypeError, ValueError)):
+            max_concurrency(LLAMA_70B, **{**_OK, "reserve": bad})
 
 
 def test_tp_that_does_not_divide_the_kv_heads_raises() -> None:

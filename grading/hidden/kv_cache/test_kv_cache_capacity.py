@@ -142,6 +142,32 @@ def test_the_reserve_rounds_up_to_whole_bytes() -> None:
 
 
 @edge
+def test_the_reserve_is_the_fraction_as_written() -> None:
+    """The reserve is ceil(gpu_memory x reserve) with reserve the number as written (0.1 is a
+    tenth), or that product in floating point: either is accepted, not the float's binary
+    expansion (which makes 0.1 of 80 GiB one byte more)."""
+    why = "80 GiB - ceil(0.1 x 80 GiB) = 77,309,411,328 bytes: exactly 1,207,959,552 blocks of 64"
+    _fits(TINY, 1_207_959_552, why, gpu_memory=80 * GiB, context=16, reserve=0.1)
+    kw: dict[str, Any] = {"gpu_memory": 100, "weights": 1, "tp": 1, "context": 1,
+                          "block_tokens": 1, "dtype": "bf16", "reserve": 0.07}
+    got = max_concurrency(TINY, **kw)
+    assert got in (22, 23), (
+        f"{_call(TINY, **kw)} returned {got}, expected 23 (a reserve of 7 bytes: 92 // 4) or 22 "
+        f"(8 bytes, as 100 * 0.07 is 7.000000000000001 in floating point: 91 // 4)")
+
+
+@edge
+def test_an_int_reserve_counts_like_a_float() -> None:
+    """reserve may be an int: reserve=0 is no reserve, as 0.0 is (with every count at its
+    least: one GPU, no weights, one-token blocks and context)."""
+    for reserve in (0, 0.0):
+        _fits(TINY, 16, "64 bytes hold 16 one-token sequences of 4 bytes", gpu_memory=64,
+              context=1, block_tokens=1, reserve=reserve)
+    _fits(TINY, 1, "4 bytes hold one 4-byte sequence", gpu_memory=4, context=1, block_tokens=1,
+          reserve=0)
+
+
+@edge
 def test_one_token_blocks_and_one_token_contexts() -> None:
     """block_tokens=1 rounds nothing; context=1 still takes one whole block."""
     _fits(TINY, 31, "17 tokens of 4 bytes in blocks of 1: 2,112 / 68", gpu_memory=2112,

@@ -144,6 +144,38 @@ def test_layer_types_decide_which_layers_slide() -> None:
     _shape_is(gemma, KVShape("gqa", 3, 16, 128, 2), "gemma2 whose layer_types are all full")
 
 
+@pytest.mark.points(2)
+def test_latent_attention_ignores_head_dim() -> None:
+    """A latent-attention config that also carries head_dim (as configs re-saved by transformers
+    do, with head_dim = qk_rope_head_dim) caches kv_lora_rank + qk_rope_head_dim elements."""
+    resaved = {**DEEPSEEK_V3, "head_dim": 64}
+    _shape_is(resaved, KVShape("mla", 61, 1, 576, 1), "DeepSeek-V3 re-saved with head_dim 64")
+
+
+@pytest.mark.points(2)
+def test_layer_types_win_over_the_window_switch() -> None:
+    """A layer_types list decides the sliding layers even beside use_sliding_window: false."""
+    kinds = ["sliding_attention", "full_attention"] * 2
+    config = {**QWEN25_72B, "num_hidden_layers": 4, "sliding_window": 4096, "layer_types": kinds}
+    _shape_is(config, KVShape("gqa", 4, 8, 128, 2, 2, 4096),
+              f"use_sliding_window false and layer_types {kinds}")
+
+
+def test_a_null_window_switch_is_no_switch() -> None:
+    """use_sliding_window: null is no switch at all: Mistral's window stays on every layer."""
+    config = {**MISTRAL_7B_V01, "use_sliding_window": None}
+    _shape_is(config, KVShape("gqa", 32, 8, 128, 2, 32, 4096),
+              "Mistral-7B-v0.1 with use_sliding_window null")
+
+
+def test_null_layer_types_are_no_layer_types() -> None:
+    """layer_types: null is as if absent: the other window rules decide."""
+    _shape_is({**MISTRAL_7B_V01, "layer_types": None}, KVShape("gqa", 32, 8, 128, 2, 32, 4096),
+              "Mistral-7B-v0.1 with layer_types null")
+    _shape_is({**LLAMA_31_8B, "layer_types": None}, KVShape("gqa", 32, 8, 128, 2),
+              "Llama-3.1-8B with layer_types null")
+
+
 # ---------------------------------------------------------------- metamorphic
 
 _NAMED = {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",

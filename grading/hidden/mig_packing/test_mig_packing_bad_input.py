@@ -114,3 +114,51 @@ def test_a_start_that_is_not_an_int_raises_type_error() -> None:
         with pytest.raises(TypeError):
             gpu.place("1g.10gb", start)  # type: ignore[arg-type]
     assert gpu.instances() == [], f"a rejected start left {gpu.instances()!r} behind"
+
+
+def test_a_start_of_true_raises_type_error() -> None:
+    """place(profile, True) raises TypeError, as for counts: a bool is not a start (not slice 1),
+    and nothing is placed."""
+    gpu = Gpu("A100-80GB")
+    for start in (True, False):
+        with pytest.raises(TypeError):
+            gpu.place("1g.10gb", start)
+    assert gpu.instances() == [], f"a start of True or False left {gpu.instances()!r} behind"
+
+
+def test_a_model_or_profile_that_is_not_a_str_raises() -> None:
+    """A model or a profile name that is not a str (a number, None) raises TypeError or
+    ValueError (either is accepted), in Gpu, place and plan, and changes nothing."""
+    bad: Any
+    for bad in (80, None, ("A100-80GB",)):
+        with pytest.raises((TypeError, ValueError)):
+            Gpu(bad)
+        with pytest.raises((TypeError, ValueError)):
+            plan({}, 1, bad)
+    gpu = Gpu("A100-80GB")
+    for bad in (19, None):
+        with pytest.raises((TypeError, ValueError)):
+            gpu.place(bad)
+        with pytest.raises((TypeError, ValueError)):
+            plan({bad: 1}, 1, "A100-80GB")
+    assert gpu.instances() == [], f"a refused place left {gpu.instances()!r} behind"
+
+
+def test_a_zero_count_under_another_models_name_raises() -> None:
+    """Every requested name is checked, whatever its count: a zero count under a name that is
+    not the model's (1g.5gb on an A100-80GB, 9g.90gb) raises ValueError naming it."""
+    for name in ("1g.5gb", "9g.90gb"):
+        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+            plan({"1g.10gb": 1, name: 0}, 1, "A100-80GB")
+
+
+def test_releasing_what_is_not_an_instance_raises() -> None:
+    """release of something that is not an Instance (a tuple of its fields, a str, None) raises
+    TypeError or ValueError (either is accepted) and frees nothing."""
+    gpu = Gpu("A100-80GB")
+    held = gpu.place("3g.40gb", 0)
+    bad: Any
+    for bad in (("3g.40gb", 0, 4), "3g.40gb", None):
+        with pytest.raises((TypeError, ValueError)):
+            gpu.release(bad)
+    assert gpu.instances() == [held], f"instances() after refused releases: {gpu.instances()!r}"

@@ -135,6 +135,19 @@ def test_release_frees_exactly_the_instances_slices() -> None:
     assert gpu.instances() == [Instance("1g.10gb", 6, 7)], f"instances() is {gpu.instances()!r}"
 
 
+def test_an_equal_instance_with_float_fields_is_released() -> None:
+    """Instances compare by value, so Instance("3g.40gb", 0.0, 4.0) equals the held 3g at 0:
+    releasing it frees exactly that instance's slices."""
+    gpu = Gpu("A100-80GB")
+    gpu.place("3g.40gb", 0)
+    one = gpu.place("1g.10gb", 6)
+    gpu.release(Instance("3g.40gb", 0.0, 4.0))  # type: ignore[arg-type]
+    assert gpu.instances() == [one], f"instances() after the release: {gpu.instances()!r}"
+    want = placeable_oracle("A100-80GB", mask(6, 1))
+    assert gpu.placeable() == want, (
+        f"after releasing the 3g, placeable() is {gpu.placeable()!r}, expected {want!r}")
+
+
 @pytest.mark.points(1)
 def test_instances_lists_what_is_held_by_start() -> None:
     """instances() lists the instances held, sorted by start."""
