@@ -128,3 +128,19 @@ def test_a_cursor_under_another_filter_continues_or_is_400() -> None:
         # The other reading: the queued jobs older than the cursor's position (job ids[2]).
         got = [j["id"] for j in r.json()["items"]]
         assert got == [ids[1]], f"queued after the cursor at job {ids[2]} gave {got}"
+
+
+@pytest.mark.category("bad_input")
+def test_a_cursor_with_junk_characters_inserted_is_400() -> None:
+    """A cursor with characters inserted is 400, even where a lenient decoder would skip them."""
+    with open_api() as api:
+        for _ in range(5):
+            api.create()
+        cursor = api.call("GET", "/jobs", params={"limit": 2}).json()["next_cursor"]
+        mid = len(cursor) // 2
+        for bad in (cursor[:mid] + "!*" + cursor[mid:], cursor + "!*"):
+            r = api.call("GET", "/jobs", params={"limit": 2, "cursor": bad})
+            assert r.status_code == 400, (
+                f"GET /jobs with the issued cursor {cursor!r} changed to {bad!r} answered "
+                f"{r.status_code}, expected 400: the API did not issue that cursor")
+            expect_problem(r, 400)
