@@ -191,3 +191,18 @@ def test_unknown_routes_and_methods_are_problems(method: str, url: str) -> None:
     with open_api() as api:
         api.create()
         expect_problem(api.call(method, url), 404, 405)
+
+
+@pytest.mark.category("bad_input")
+def test_a_non_ascii_key_is_measured_in_characters_or_refused() -> None:
+    """A non-ASCII Idempotency-Key is counted in characters (one per octet) or always refused."""
+    with open_api() as api:
+        statuses = {}
+        for n in (1, 128, 255):  # 'é' sent as one Latin-1 octet, as HTTP carries it
+            r = api.call("POST", "/jobs", json=JOB, headers={"Idempotency-Key": b"\xe9" * n})
+            statuses[n] = r.status_code
+        assert set(statuses.values()) in ({201}, {400}), (
+            f"keys of 1, 128 and 255 non-ASCII characters answered {statuses}: a key is 400 only "
+            "over 255 characters (1 to 255 are all accepted), or non-ASCII keys are all refused")
+        r = api.call("POST", "/jobs", json=JOB, headers={"Idempotency-Key": b"\xe9" * 256})
+        expect_problem(r, 400)

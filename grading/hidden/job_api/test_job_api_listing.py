@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import job_api
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -128,3 +132,50 @@ def test_a_cursor_under_another_filter_continues_or_is_400() -> None:
         # The other reading: the queued jobs older than the cursor's position (job ids[2]).
         got = [j["id"] for j in r.json()["items"]]
         assert got == [ids[1]], f"queued after the cursor at job {ids[2]} gave {got}"
+
+
+@pytest.mark.category("bad_input")
+def test_a_cursor_with_junk_characters_inserted_is_400() -> None:
+    """A cursor with characters inserted is 400, even where a lenient decoder would skip them."""
+    with open_api() as api:
+        for _ in range(5):
+            api.create()
+        cursor = api.call("GET", "/jobs", params={"limit": 2}).json()["next_cursor"]
+        mid = len(cursor) // 2
+        for bad in (cursor[:mid] + "!*" + cursor[mid:], cursor + "!*"):
+            r = api.call("GET", "/jobs", params={"limit": 2, "cursor": bad})
+            assert r.status_code == 400, (
+                f"GET /jobs with the issued cursor {cursor!r} changed to {bad!r} answered "
+                f"{r.status_code}, expected 400: the API did not issue that cursor")
+            expect_problem(r, 400)
+
+
+_SUBMIT_IN_ANOTHER_PROCESS = """
+import sys
+from fastapi.testclient import TestClient
+import job_api
+client = TestClient(job_api.create_app(sys.argv[1]))
+r = client.post("/jobs", json={"name": "train-llama", "command": ["python", "train.py"],
+                "gpus": 8}, headers={"Idempotency-Key": "restart-key"})
+print(r.status_code, r.json()["id"])
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_key_replays_after_a_restart_in_another_process(tmp_path: Path) -> None:
+    """A key used by one process replays in a new process on the same file database."""
+    db = str(tmp_path / "jobs.sqlite3")
+    here = os.path.dirname(os.path.abspath(job_api.__file__))
+    env = {**os.environ, "PYTHONHASHSEED": "4242",
+           "PYTHONPATH": os.pathsep.join([here, *sys.path])}
+    run = subprocess.run([sys.executable, "-c", _SUBMIT_IN_ANOTHER_PROCESS, db], env=env,
+                         capture_output=True, text=True, timeout=50, cwd=here, check=False)
+    assert run.returncode == 0, f"the first process failed:\n{run.stderr[-2000:]}"
+    status, first_id = run.stdout.split()[-2:]
+    assert status == "201", f"the first process's POST answered {status}"
+    with open_api(db) as api:
+        r = api.submit(JOB, key="restart-key")
+        assert r.status_code == 201 and str(r.json().get("id")) == first_id, (
+            f"the same POST and key, in a new process on the same database, answered "
+            f"{r.status_code} {r.text[:200]}; expected the replay of job {first_id}: what decides "
+            "'the same body' must not change from one process to the next (hash() is salted)")

@@ -340,3 +340,29 @@ def test_jobs_follow_the_state_machine() -> None:
             assert got == state, f"after {ops} the job is {got}, model says {state}"
 
         run()
+
+
+def test_keys_are_compared_exactly_not_ignoring_case() -> None:
+    """Idempotency keys are compared exactly: Order-7 and order-7 are two keys, two jobs."""
+    with open_api() as api:
+        first = api.submit(key="Order-7")
+        assert first.status_code == 201, f"POST with key Order-7 answered {first.status_code}"
+        for key, body in (("order-7", JOB | {"gpus": 2}), ("ORDER-7", JOB)):
+            r = api.submit(body, key=key)
+            assert r.status_code == 201 and "idempotent-replayed" not in r.headers, (
+                f"POST with key {key!r} after one with 'Order-7' answered {r.status_code} "
+                f"{r.text[:200]}; expected 201, a new job: keys differ in case, so they differ")
+            assert r.json()["id"] != first.json()["id"], (
+                f"key {key!r} replayed the job of key 'Order-7'; keys are compared exactly")
+
+
+def test_a_reordered_command_is_a_different_body() -> None:
+    """With one key, the same command in another order is a different body: 422."""
+    with open_api() as api:
+        r = api.submit(JOB | {"command": ["rm", "-rf", "/tmp/x"]}, key="k")
+        assert r.status_code == 201, f"first POST answered {r.status_code} {r.text}"
+        for command in (["-rf", "rm", "/tmp/x"], ["/tmp/x", "-rf", "rm"]):
+            r = api.submit(JOB | {"command": command}, key="k")
+            assert r.status_code == 422, (
+                f"command ['rm', '-rf', '/tmp/x'] then {command} with one key answered "
+                f"{r.status_code}, expected 422: the order of a list is part of its value")

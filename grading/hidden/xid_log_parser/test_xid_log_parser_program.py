@@ -187,3 +187,31 @@ def test_truncated_gzip_counts_what_was_read_and_reports_the_file(
     assert 0 < read < len(lines), (
         f"{read} events came from the first half of cut.gz ({len(lines)} in the whole file): "
         "the lines read before the cut count, and a.log is summarized too")
+
+
+@pytest.mark.category("bad_input")
+def test_gzip_with_corrupt_data_is_reported_and_the_rest_summarized(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gzip whose compressed data is corrupt is named on stderr, the rest summarized, status 1."""
+    data = gzip.compress(b"NVRM: Xid (PCI:0000:3b:00): 79\n" * 50)
+    (tmp_path / "bad.gz").write_bytes(data[:10] + bytes(b ^ 0x55 for b in data[10:30]) + data[30:])
+    good = write(tmp_path / "a.log", LOG_A)
+    code, out, err = run_main(capsys, str(tmp_path / "bad.gz"), good, "--format", "json")
+    assert code == 1, f"exit status {code}, expected 1 when bad.gz holds corrupt deflate data"
+    assert "bad.gz" in err and "Traceback" not in err, f"stderr should name bad.gz: {err!r}"
+    obj = as_json(out)
+    assert any(g["host"] == "node-17" for g in obj["actionable"]), "a.log was not summarized"
+
+
+def test_program_json_writes_a_missing_host_as_null(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--format json writes a GPU without a host (no syslog host, no --host) with host null."""
+    path = write(tmp_path / "a.log", [xid("0000:3b:00", 79)])
+    code, out, _ = run_main(capsys, path, "--format", "json")
+    obj = as_json(out)
+    hosts = [g["host"] for g in obj["top_gpus"] + obj["actionable"]]
+    assert (code, hosts) == (0, [None, None]), (
+        f"(status, hosts of top_gpus and actionable) ({code}, {hosts}); expected (0, [None, None]):"
+        " a missing host is null in the JSON")

@@ -1,0 +1,63 @@
+"""Hidden checks for xid_log_parser: the fields of a line (host spacing, pid, name, MIG suffix)."""
+
+from __future__ import annotations
+
+import pytest
+from xid_log_parser import MalformedXidLine, parse_line
+from xid_log_parser_helpers import either, fields, mismatches, xid
+
+
+@pytest.mark.category("edge_cases")
+def test_runs_of_spaces_before_kernel_never_make_an_empty_host() -> None:
+    """Runs of spaces before kernel: are one separator: the host is the word before, never ""."""
+    cases = {
+        "two_spaces_after_the_host": ("Dec  2 10:43:35 node-17  kernel: [1.5] ", "node-17"),
+        "three_spaces_after_the_host": ("Dec  2 10:43:35 node-17   kernel: ", "node-17"),
+        "two_spaces_after_a_journal_time": ("May 18 19:02:39  kernel: ", "dflt"),
+        # A tab is not a space (rule 3): either the word before it or default_host.
+        "a_tab_before_kernel": ("Dec  2 10:43:35 node-17\tkernel: ", either("node-17", "dflt")),
+    }
+    wrong = mismatches(cases, lambda pre: fields(xid("0000:3b:00", 79, pre=pre), "dflt")[0])
+    assert not wrong, (
+        "host of parse_line(prefix + line, default_host='dflt'); a host is None or non-empty:\n"
+        + "\n".join(wrong))
+
+
+def test_unquoted_unknown_pid_is_no_pid_and_not_message_text() -> None:
+    """pid=<unknown>, quoted or not, is no pid; it and name=<unknown> are not message text."""
+    cases = {
+        "unquoted": ("79, pid=<unknown>, name=<unknown>, GPU has fallen off the bus",
+                     (None, None, "GPU has fallen off the bus")),
+        "quoted": ("79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus",
+                   (None, None, "GPU has fallen off the bus")),
+        "unquoted_without_name": ("31, pid=<unknown>, MMU Fault", (None, None, "MMU Fault")),
+    }
+    wrong = mismatches(cases, lambda tail: fields(
+        "NVRM: Xid (PCI:0000:2a:00): " + tail)[3:])
+    assert not wrong, "parse_line (pid, process, message):\n" + "\n".join(wrong)
+
+
+def test_a_process_name_runs_to_the_next_comma_and_space() -> None:
+    """The process name runs to the next ", ": a comma inside the name belongs to the name."""
+    cases = {
+        "comma_in_name": ("13, pid=7, name=worker,2, Graphics Exception",
+                          (7, "worker,2", "Graphics Exception")),
+        "commas_in_name": ("13, pid=7, name=a,b,c, Ch 11", (7, "a,b,c", "Ch 11")),
+    }
+    wrong = mismatches(cases, lambda tail: fields("NVRM: Xid (PCI:0000:3b:00): " + tail)[3:])
+    assert not wrong, "parse_line (pid, process, message):\n" + "\n".join(wrong)
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.parametrize("suffix", [" GPU-CI:01", " GPU-I:zz", " GPU-I:", " GPU-I:05 junk",
+                                    " GPU-CI:01 GPU-I:05"],
+                         ids=["compute_instance_alone", "instance_not_decimal", "instance_empty",
+                              "trailing_junk", "reversed_order"])
+def test_a_broken_mig_suffix_is_malformed(suffix: str) -> None:
+    """A MIG suffix other than GPU-I:NN, then possibly GPU-CI:NN, makes the line malformed."""
+    line = f"NVRM: Xid (PCI:0000:3b:00{suffix}): 79, GPU has fallen off the bus"
+    try:
+        got = parse_line(line)
+    except MalformedXidLine:
+        return
+    pytest.fail(f"parse_line({line!r}) returned {got!r}, expected MalformedXidLine (rule 5)")
