@@ -104,6 +104,13 @@ def test_layer_types_that_are_not_a_list_raise() -> None:
         _refused(config, "layer_types", f"a 2-layer config with layer_types {bad!r}")
 
 
+def test_an_empty_layer_types_list_raises() -> None:
+    """An empty layer_types list is a list of the wrong length: ValueError naming layer_types,
+    never a fall back to the other window rules."""
+    _refused({**MISTRAL_7B_V01, "layer_types": []}, "layer_types",
+             "Mistral-7B-v0.1 (32 layers) with layer_types []")
+
+
 def test_a_kv_lora_rank_of_false_raises() -> None:
     """kv_lora_rank: false is a latent rank that is not a positive int: ValueError naming it,
     never a silent fall back to standard attention."""
@@ -129,6 +136,20 @@ def test_an_unknown_dtype_is_refused_everywhere() -> None:
         with pytest.raises(ValueError):
             max_concurrency(shape, gpu_memory=80 * 2**30, weights=0, tp=1, context=1,
                             dtype=dtype, reserve=0.0)
+
+
+def test_a_dtype_that_only_starts_like_a_known_one_is_refused() -> None:
+    """Only the four names of rule 10 are dtypes: vLLM's "fp8_e4m3" and "fp8_e5m2" raise
+    ValueError, never a guess from the prefix."""
+    shape = kv_shape(LLAMA_31_8B)
+    for dtype in ("fp8_e4m3", "fp8_e5m2", "bf16_x", "fp32x"):
+        try:
+            got = kv_bytes_per_token(shape, dtype=dtype)
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"kv_bytes_per_token(Llama-3.1-8B, dtype={dtype!r}) returned {got}, "
+                        "expected ValueError: only fp32, bf16, fp16 and fp8 are dtypes")
 
 
 _OK: dict[str, Any] = {"gpu_memory": 80 * 2**30, "weights": 0, "tp": 2, "context": 4096,
@@ -168,3 +189,17 @@ def test_tp_that_does_not_divide_the_kv_heads_raises() -> None:
     for tp in (1, 2, 4, 8, 16, 64):
         max_concurrency(LLAMA_70B, **{**_OK, "tp": tp})  # all fine
     max_concurrency(KVShape("mla", 61, 1, 576, 1), **{**_OK, "tp": 3})  # one latent: any tp
+
+
+def test_bad_arguments_raise_even_when_the_weights_do_not_fit() -> None:
+    """An unknown dtype, or a tp that does not divide the KV heads, raises ValueError even when
+    the weights leave no room: a bad argument is an error, not 0 sequences."""
+    huge = {**_OK, "weights": 10**15}  # far more than 2 GPUs of 80 GiB hold
+    for name, bad in [("dtype", "int8"), ("tp", 3)]:
+        try:
+            got = max_concurrency(LLAMA_70B, **{**huge, name: bad})
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"max_concurrency(Llama-3.1-70B, weights=10**15, {name}={bad!r}) returned "
+                        f"{got}, expected ValueError: the {name} is bad whatever the weights")

@@ -128,6 +128,17 @@ def test_weights_that_do_not_fit_give_zero() -> None:
 
 
 @edge
+def test_weights_beyond_float_precision_are_split_exactly() -> None:
+    """ceil(weights / tp) is exact for any int: 2**55 + 2 bytes over 2 ranks is 2**54 + 1 each,
+    not a float rounded to 2**54."""
+    byte = KVShape("mla", 1, 1, 1, 1)  # one byte a sequence in fp8 with one-token blocks
+    _fits(byte, 1, "2**54 + 2 bytes a GPU, 2**55 + 2 of weights over 2 ranks: 1 byte left",
+          gpu_memory=2**54 + 2, weights=2**55 + 2, tp=2, context=1, block_tokens=1, dtype="fp8")
+    _fits(byte, 0, "2**54 + 1 bytes a GPU, 2**55 + 2 of weights over 2 ranks: nothing left",
+          gpu_memory=2**54 + 1, weights=2**55 + 2, tp=2, context=1, block_tokens=1, dtype="fp8")
+
+
+@edge
 def test_a_sequence_larger_than_the_cache_gives_zero() -> None:
     """A sequence bigger than the whole cache gives 0; exactly the cache gives 1."""
     _fits(TINY, 0, "one 64-byte block needed, 63 bytes free", gpu_memory=63, context=1)

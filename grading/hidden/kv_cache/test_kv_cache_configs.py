@@ -168,6 +168,20 @@ def test_a_null_window_switch_is_no_switch() -> None:
               "Mistral-7B-v0.1 with use_sliding_window null")
 
 
+def test_a_null_kv_lora_rank_is_standard_attention() -> None:
+    """kv_lora_rank: null is as if absent: the config has standard (here grouped-query)
+    attention, not a latent to refuse."""
+    _shape_is({**LLAMA_31_8B, "kv_lora_rank": None}, KVShape("gqa", 32, 8, 128, 2),
+              "Llama-3.1-8B with kv_lora_rank null")
+
+
+def test_latent_attention_needs_no_query_head_count() -> None:
+    """A latent-attention config needs num_hidden_layers, kv_lora_rank and qk_rope_head_dim:
+    without num_attention_heads, num_key_value_heads or hidden_size it still reads."""
+    bare = {"num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+    _shape_is(bare, KVShape("mla", 61, 1, 576, 1), f"{bare}")
+
+
 def test_null_layer_types_are_no_layer_types() -> None:
     """layer_types: null is as if absent: the other window rules decide."""
     _shape_is({**MISTRAL_7B_V01, "layer_types": None}, KVShape("gqa", 32, 8, 128, 2, 32, 4096),
