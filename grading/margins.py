@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                         help="grade N mutants at once (default: 1: timing is cleanest alone)")
     parser.add_argument("--output", metavar="FILE.md", help="also write the table here")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     known = {e.name: e for e in catalog.exercises()}
     unknown = [n for n in args.names if n not in known]
     if unknown:

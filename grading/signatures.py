@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="refresh: recompute; check: say which stored ones are stale")
     parser.add_argument("names", nargs="*", metavar="NAME", help="exercises (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="mutants graded at once")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     try:
         chosen = [catalog.find(n) for n in args.names] or catalog.exercises()
     except catalog.UnknownExercise as exc:
