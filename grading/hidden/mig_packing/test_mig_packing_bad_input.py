@@ -68,6 +68,22 @@ def test_a_double_release_raises() -> None:
         gpu.release(second)
 
 
+def test_an_instance_with_another_end_is_not_released() -> None:
+    """An instance with the held profile and start but another end is not the held one: its
+    release raises ValueError and frees nothing."""
+    gpu = Gpu("A100-80GB")
+    one = gpu.place("1g.10gb", 6)
+    for other in [Instance("1g.10gb", 6, 8), Instance("1g.10gb", 6, 6)]:
+        try:
+            gpu.release(other)
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"release({other!r}) on a GPU holding {one!r} returned: expected "
+                        "ValueError, the end differs so the GPU does not hold it")
+    assert gpu.instances() == [one], f"instances() after the refused releases: {gpu.instances()!r}"
+
+
 @pytest.mark.points(2)
 def test_a_foreign_instance_is_not_released() -> None:
     """Releasing an instance this GPU does not hold (another profile on the same slices, or

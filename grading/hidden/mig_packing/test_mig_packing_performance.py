@@ -36,3 +36,30 @@ def test_plan_time_grows_linearly_with_the_fleet() -> None:
     assert ratio < _LIMIT, (
         f"plan on {large} GPUs took {ratio:.0f}x the time of {_SMALL} GPUs: expected about "
         f"{_GROWTH}x (work per request and per GPU); that grows faster than the fleet")
+
+
+# A fleet of 2g only (three a GPU, at 0, 2 and 4): 4,000 -> 64,000 GPUs. Linear work takes
+# 16x to about 35x (the large lists outgrow the caches); taking each GPU or quarter from the
+# front of a list (list.pop(0)) is quadratic and takes well over 150x.
+_BIG_SMALL, _BIG_LIMIT = 4_000, 80.0
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(120)
+@pytest.mark.points(2)
+def test_plan_time_stays_linear_on_a_fleet_of_64000_gpus() -> None:
+    """plan for 64,000 GPUs of three 2g each takes about 16x the time of 4,000, not more."""
+    model, large = "A100-80GB", _BIG_SMALL * _GROWTH
+    many = {"2g.20gb": 3 * large}
+    got = plan(many, large, model)
+    assert got is not None, f"plan({many}, {large}) returned None; three 2g fit on each GPU"
+    assert sum(map(len, got)) == 3 * large and len(got) == large, (
+        f"plan({many}, {large}) returned {len(got)} layouts holding {sum(map(len, got))} "
+        f"instances, expected {large} layouts holding {3 * large}")
+
+    ratio = growth(lambda: plan({"2g.20gb": 3 * _BIG_SMALL}, _BIG_SMALL, model),
+                   lambda: plan(many, large, model), _BIG_LIMIT)
+    assert ratio < _BIG_LIMIT, (
+        f"plan on {large} GPUs took {ratio:.0f}x the time of {_BIG_SMALL} GPUs: expected about "
+        f"{_GROWTH}x; work that grows with the fleet for each GPU or instance (such as "
+        "list.pop(0)) makes it quadratic")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
@@ -82,6 +84,19 @@ def test_plan_is_exact_on_small_fleets(model: str, data: st.DataObject) -> None:
         check_plan(got, requests, gpus, model)
     else:
         assert got is None, f"plan({requests}, {gpus}, {model!r}) returned {got!r}; none exists"
+
+
+def test_plan_takes_any_mapping_of_requests() -> None:
+    """requests is any Mapping, not only a dict: a read-only MappingProxyType plans as its dict."""
+    for requests in [{"7g.80gb": 1}, {"3g.40gb": 2, "2g.20gb": 4}]:
+        view = MappingProxyType(requests)
+        try:
+            got = plan(view, 2, "A100-80GB")
+        except TypeError as err:
+            pytest.fail(f"plan(MappingProxyType({requests}), 2, 'A100-80GB') raised {err!r}: "
+                        "any Mapping is accepted, TypeError is for what is not a mapping")
+        assert got is not None, f"plan(MappingProxyType({requests}), 2) returned None; it fits"
+        check_plan(got, requests, 2, "A100-80GB")
 
 
 @pytest.mark.points(1)
