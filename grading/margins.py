@@ -50,6 +50,13 @@ class Row:
         return self.label.startswith("count")
 
     @property
+    def growth(self) -> bool:
+        """A growth ratio: a class of cost (linear against quadratic), where a 2x margin on
+        both sides is a property of the sizes chosen. A ratio to a floor measures a constant
+        factor, whose wrong answers may differ from right ones by less than 4x."""
+        return self.label == "growth"
+
+    @property
     def ok(self) -> bool:
         return self.exact or self.margin >= MARGIN
 

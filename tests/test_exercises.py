@@ -75,9 +75,10 @@ def test_mutant_is_caught_by_the_checks_it_names(job: tuple[str, Path, tuple[str
     results = grade(*job)
     survived = [r for r in results if r.status == "passed"]
     assert not survived, f"{mutant.name} survives:\n{describe(survived)}"
-    # Caught by a measurement: then by the margin, so that another machine catches it too.
+    # Caught by a growth measurement: then by the margin, so that another machine catches it
+    # too (constant-factor ratios are shown by `python -m grading.margins`, not held to it).
     low = [row for row in margins.rows_of(name, mutant.stem, results)
-           if row.figure >= row.limit and not row.ok]
+           if row.growth and row.figure >= row.limit and not row.ok]
     assert not low, f"{mutant.name} is caught by less than a 2x margin: {low}"
     assert results, f"no check of {named} was run against {mutant.name}"
     stored = signatures.stored(catalog.Exercise(name))
