@@ -47,10 +47,10 @@ def test_page_cost_does_not_grow_with_the_number_of_jobs() -> None:
         finally:
             gc.enable()
         ratio = statistics.median(ratios)
-    kata_measure.report("paired wall-time median", ratio, 2.5)
-    assert ratio < 2.5, (
+    kata_measure.report("paired wall-time median", ratio, 4.0)
+    assert ratio < 4.0, (
         f"a page of 1 took {ratio:.1f}x longer at 192 jobs than at 12 (median of 31 paired"
-        " requests); expected about 1x and at most 2.5x (a scan of every job gives about 5x)")
+        " requests); expected about 1x and at most 4x (a scan of every job gives about 12x)")
 
 
 class _SqlSteps:
