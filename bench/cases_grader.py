@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bench.core import ROOT, SOLUTIONS, Context, Row, ratio_note
-from grading import catalog
+from grading import catalog, child
 
 # Grading every reference twice (graded, bare) costs minutes on a loaded 2-core machine, so the
 # default run samples one exercise; `--grade-all` grades them all.
@@ -21,11 +21,12 @@ ALL = ("billing", "interval_union", "job_api", "micro_batcher", "token_bucket", 
        "xid_log_parser")
 
 _CONFTEST = """\
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
-settings.register_profile("grading", derandomize=True, database=None, deadline=None,
-                          print_blob=False, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("grading")
+import kata_contract
+
+kata_contract.register_profile()
+settings.load_profile(kata_contract.PROFILE)
 """
 _INI = """\
 [pytest]
@@ -52,14 +53,8 @@ def _bare_pytest(name: str, tmp: Path) -> float:
     lays them out, with the grader's hypothesis profile and hash seed: no sandbox, no channel."""
     work = tmp / name
     work.mkdir()
-    for data in (ROOT / "exercises" / name).iterdir():  # sample logs and the like
-        if data.is_file() and data.suffix not in (".py", ".md"):
-            shutil.copyfile(data, work / data.name)
-    shutil.copyfile(SOLUTIONS / f"{name}.py", work / f"{name}.py")
-    shutil.copyfile(ROOT / "exercises" / name / f"test_{name}.py", work / f"test_{name}.py")
-    (work / "hidden").mkdir()
-    for path in catalog.Exercise(name).hidden_files:
-        shutil.copyfile(path, work / "hidden" / path.name)
+    child.lay_out(work, catalog.Exercise(name), SOLUTIONS / f"{name}.py")
+    shutil.copyfile(catalog.GRADER / "contract.py", work / "kata_contract.py")
     (work / "conftest.py").write_text(_CONFTEST)
     (work / "pytest.ini").write_text(_INI)
     env = {k: v for k, v in os.environ.items()

@@ -10,7 +10,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import settings
+
+try:
+    from grading import contract  # in the repository
+except ModuleNotFoundError:  # in a take-home: the grader's contract, laid beside this file
+    import kata_contract as contract  # type: ignore[import-not-found,no-redef]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -20,15 +25,5 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 settings.register_profile("dev", deadline=None)
-settings.register_profile(
-    "grading",
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=False,
-    suppress_health_check=[HealthCheck.too_slow],
-    # A failing check reports its first minimal example; explaining it costs many seconds.
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    report_multiple_bugs=False,
-)
+contract.register_profile()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -66,6 +66,7 @@ try:  # absent on Windows: the parent's watchdog holds the time limits there (se
     import resource
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
+_PASSED_FDS = 3  # with each request: the monitor's report socket, the child's stdin, its output
 
 
 def _limit(which: int, soft: int, hard: int | None = None) -> None:
@@ -175,7 +176,7 @@ def serve(control: socket.socket, tables: str = "",
             return
         if not message:
             return  # the grader has gone
-        if len(fds) == 3 and os.fork() == 0:
+        if len(fds) == _PASSED_FDS and os.fork() == 0:
             control.close()
             code = 1
             with contextlib.suppress(BaseException):

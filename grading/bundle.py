@@ -135,6 +135,7 @@ def _write(exercises: list[catalog.Exercise], root: Path) -> None:
         (root / "pyproject.toml").write_text(_pyproject(exercises), encoding="utf-8")
         conftest = (catalog.EXERCISES / "conftest.py").read_text(encoding="utf-8")
         (root / "conftest.py").write_text(in_bundle(conftest), encoding="utf-8")
+        shutil.copyfile(catalog.GRADER / "contract.py", root / "kata_contract.py")
         for exercise in exercises:
             folder = root / exercise.name
             folder.mkdir()

@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
-HIDDEN = Path(__file__).resolve().parent / "hidden"
+GRADER = Path(__file__).resolve().parent  # the grading package
+HIDDEN = GRADER / "hidden"
 MUTANTS = ROOT / "tests" / "mutants"
 # Hidden-check modules every exercise shares (the measuring module), laid beside its own.
 SHARED = (HIDDEN / "kata_measure.py",)
@@ -59,6 +60,14 @@ class Exercise:
         modules every exercise's checks share (`SHARED`), laid beside them."""
         own = sorted(self.hidden.glob("*.py")) if self.hidden.is_dir() else []
         return [*own, *SHARED]
+
+    @property
+    def grading_files(self) -> list[Path]:
+        """What a grading runs besides the submission: the grader's side of the child (the
+        plugin and the contract), the visible tests, the hidden checks and the data files.
+        Every digest of "the checks" is taken over these, and a Gradescope zip holds them."""
+        return [GRADER / "plugin.py", GRADER / "contract.py", self.visible_tests,
+                *self.hidden_files, *self.data_files]
 
     @property
     def solution(self) -> Path:

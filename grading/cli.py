@@ -21,6 +21,7 @@ from typing import NoReturn, TextIO
 
 from grading import catalog, isolation
 from grading.inputs import UsageError
+from grading.request import CHECK_LIMIT, FORMATS, WALL_LIMIT, GradeRequest
 from grading.results import FEEDBACK
 
 # What the grader itself imports; the libraries an exercise's files import come on top (a
@@ -58,18 +59,48 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see --help)")
 
 
+VERBS = ("grade", "list", "hint", "bundle")
+_HELP = ("-h", "--help")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="grader.py",
         description="Grade a kata: run its visible and hidden checks against a submission "
-                    "in a sandboxed child process and print the score.",
+                    "in a sandboxed child process and print the score. `grade` is the verb "
+                    "when none is given: `grader.py NAME` grades NAME; with no argument at all, "
+                    "`list`.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("target", nargs="?", default="list",
-                        help="an exercise name, 'all', 'list' (default), 'hint NAME' or "
-                             "'bundle NAME... --output PATH'")
-    parser.add_argument("names", nargs="*", help=argparse.SUPPRESS)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    _grade_parser(verbs.add_parser(
+        "grade", help="grade submissions of an exercise (the default verb)",
+        description="Grade submissions of an exercise ('all': every exercise).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter))
+    verbs.add_parser("list", help="the exercises, with your last scores",
+                     description="The exercises, with your last scores and the isolation "
+                                 "in use.")
+    hint = verbs.add_parser("hint", help="one more hint for an exercise each time",
+                            description="Show the next hint of an exercise.")
+    hint.add_argument("name", metavar="NAME", help="an exercise")
+    hint.add_argument("--reset", action="store_true", help="start again from the first hint")
+    bundle = verbs.add_parser("bundle", help="a take-home or a Gradescope autograder zip",
+                              description="Write a take-home (a folder or a zip) of exercises, "
+                                          "or a Gradescope autograder zip of one.")
+    bundle.add_argument("names", nargs="+", metavar="NAME", help="the exercises")
+    bundle.add_argument("--output", required=True, type=Path, metavar="PATH",
+                        help="the folder or .zip to write")
+    bundle.add_argument("--gradescope", action="store_true",
+                        help="a Gradescope autograder zip instead of a take-home")
+    bundle.add_argument("--feedback", choices=FEEDBACK, default="full",
+                        help="with --gradescope, what students see of hidden checks")
+    return parser
+
+
+def _grade_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="NAME",
+                        help="an exercise name (a unique prefix will do), or 'all'")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--submission", action="append", metavar="PATH",
                         help="grade this file instead of the exercise's stub; repeatable; a "
@@ -84,27 +115,22 @@ def build_parser() -> argparse.ArgumentParser:
                              "('test_refill_*') or a unique prefix; repeatable")
     parser.add_argument("--visible", action="store_true",
                         help="run only the visible checks (exercises/NAME/test_NAME.py)")
-    parser.add_argument("--format", choices=("text", "json", "csv", "gradescope", "junit"),
-                        default="text",
+    parser.add_argument("--format", choices=FORMATS, default="text",
                         help="report format (default: text); json and gradescope write one "
                              "object per submission per line, csv one row per submission")
     parser.add_argument("--feedback", choices=FEEDBACK, default="full",
                         help="what the report shows of hidden checks: full (message and "
                              "example; default), names (name and outcome), score (points per "
-                             "category); with bundle --gradescope, what students see")
-    parser.add_argument("--compare", metavar="OLD.json",
+                             "category)")
+    parser.add_argument("--compare", type=Path, metavar="OLD.json",
                         help="after grading, list every check whose outcome moved since OLD.json "
                              "(an earlier --format json report)")
-    parser.add_argument("--output", metavar="PATH",
-                        help="write the report (or the bundle) here instead of stdout")
+    parser.add_argument("--output", type=Path, metavar="PATH",
+                        help="write the report here instead of stdout")
     parser.add_argument("--jobs", "-j", type=_jobs, default=1, metavar="N",
                         help="grade N submissions at once (default: 1)")
     parser.add_argument("--watch", action="store_true",
                         help="regrade whenever the submission is saved, showing what changed")
-    parser.add_argument("--gradescope", action="store_true",
-                        help="with bundle: a Gradescope autograder zip instead of a take-home")
-    parser.add_argument("--reset", action="store_true",
-                        help="with hint: start again from the first hint")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show failure messages in full")
     parser.add_argument("--no-mypy", action="store_true",
@@ -115,13 +141,39 @@ def build_parser() -> argparse.ArgumentParser:
                              "repository or home), or not; auto (default): bwrap where it "
                              f"works, which `grader.py list` reports; ${isolation.ENV} sets "
                              "the default")
-    parser.add_argument("--wall-limit", type=_positive, default=240.0, metavar="SECONDS",
-                        help="hard limit for grading one submission (default: 240)")
+    parser.add_argument("--wall-limit", type=_positive, default=WALL_LIMIT, metavar="SECONDS",
+                        help=f"hard limit for grading one submission (default: {WALL_LIMIT:g})")
     parser.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
                         help="every check's time limit, heavy checks' own aside (default: 30x "
-                             "what the check costs the reference, at least 3 s, at most 10 s; "
-                             "heavy checks keep their own)")
-    return parser
+                             "what the check costs the reference, at least 3 s, at most "
+                             f"{CHECK_LIMIT:g} s; heavy checks keep their own)")
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """`argv` parsed, `grade` put first where no verb is given (`list` where nothing is)."""
+    args = list(argv)
+    if not args:
+        args = ["list"]
+    elif args[0] not in VERBS and args[0] not in _HELP:
+        args.insert(0, "grade")
+    return build_parser().parse_args(args)
+
+
+def request(args: argparse.Namespace) -> GradeRequest:
+    """The grading a parsed `grade` command line asks for."""
+    if args.target == "all":
+        if args.submission or args.mutant:
+            raise UsageError(f"--{'submission' if args.submission else 'mutant'} needs one "
+                             "exercise name, not 'all'")
+        exercises = tuple(catalog.exercises())
+    else:
+        exercises = (_find(args.target),)
+    return GradeRequest(
+        exercises, submissions=tuple(args.submission or ()), reference=args.reference,
+        mutants=tuple(args.mutant or ()), checks=tuple(args.check or ()), visible=args.visible,
+        format=args.format, feedback=args.feedback, compare=args.compare, output=args.output,
+        jobs=args.jobs, watch=args.watch, verbose=args.verbose, mypy=not args.no_mypy,
+        isolation=args.isolation, wall_limit=args.wall_limit, timeout=args.timeout)
 
 
 def _positive(text: str) -> float:
@@ -154,9 +206,9 @@ def _interrupted(_signum: int, _frame: object) -> None:
 
 
 def _exit_now() -> None:
-    from grading import forkserver, sandbox
+    from grading import forkserver, processes
 
-    sandbox.kill_all()
+    processes.kill_all()
     forkserver.kill_servers()
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("grader: interrupted\n")
@@ -169,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread() and argv is None:
         signal.signal(signal.SIGINT, _interrupted)  # the command line only, not a test's call
     try:
-        args = build_parser().parse_args(args_list)
+        args = parse(args_list)
         missing = _missing(args)
         if missing:
             _rerun_under_uv(args_list, missing)
@@ -185,11 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _missing(args: argparse.Namespace) -> list[str]:
     """The modules this command needs that this Python lacks: the grader's own, and for a
     grading the libraries its exercises' files import."""
-    if args.target in ("list", "hint"):
+    if args.verb in ("list", "hint"):
         return []
     needed = list(_REQUIRED)
     names = {e.name for e in catalog.exercises()}
-    if args.target == "all" or args.target in names:
+    if args.verb == "grade" and (args.target == "all" or args.target in names):
         from grading import forkserver
 
         chosen = catalog.exercises() if args.target == "all" else [catalog.Exercise(args.target)]
@@ -212,45 +264,35 @@ def _rerun_under_uv(argv: list[str], missing: list[str]) -> None:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.reset and args.target != "hint":
-        raise UsageError("--reset goes with hint: `python grader.py hint NAME --reset`")
-    if args.target == "list":
-        _reject_extra(args)
+    if args.verb == "list":
         return _list(sys.stdout)
-    if args.target == "hint":
+    if args.verb == "hint":
         from grading.hints import hint
-        if len(args.names) != 1:
-            raise UsageError("hint takes one exercise name: `python grader.py hint token_bucket`")
-        hint(_find(args.names[0]), sys.stdout, reset=args.reset)
+
+        hint(_find(args.name), sys.stdout, reset=args.reset)
         return 0
-    if args.target == "bundle":
-        from grading.bundle import BundleError, bundle, gradescope
-        if not args.names or not args.output:
-            raise UsageError("bundle takes exercise names and --output DIR_OR_ZIP")
-        exercises = [_find(name) for name in args.names]
-        if args.gradescope and len(exercises) != 1:
-            raise UsageError("a Gradescope autograder is for one exercise")
-        try:
-            if args.gradescope:
-                gradescope(exercises[0], Path(args.output), feedback=args.feedback)
-            else:
-                bundle(exercises, Path(args.output))
-        except BundleError as exc:
-            raise UsageError(str(exc)) from None
-        print(f"wrote {args.output}: {', '.join(e.name for e in exercises)}", file=sys.stderr)
-        return 0
-    _reject_extra(args)
-    exercises = catalog.exercises() if args.target == "all" else [_find(args.target)]
-    if args.target == "all" and (args.submission or args.mutant):
-        raise UsageError(f"--{'submission' if args.submission else 'mutant'} needs one exercise "
-                         "name, not 'all'")
+    if args.verb == "bundle":
+        return _bundle(args)
     from grading.run import grade_all
-    return grade_all(exercises, args)
+
+    return grade_all(request(args))
 
 
-def _reject_extra(args: argparse.Namespace) -> None:
-    if args.names:
-        raise UsageError(f"unexpected argument {args.names[0]!r}")
+def _bundle(args: argparse.Namespace) -> int:
+    from grading.bundle import BundleError, bundle, gradescope
+
+    exercises = [_find(name) for name in args.names]
+    if args.gradescope and len(exercises) != 1:
+        raise UsageError("a Gradescope autograder is for one exercise")
+    try:
+        if args.gradescope:
+            gradescope(exercises[0], args.output, feedback=args.feedback)
+        else:
+            bundle(exercises, args.output)
+    except BundleError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {args.output}: {', '.join(e.name for e in exercises)}", file=sys.stderr)
+    return 0
 
 
 def _find(name: str) -> catalog.Exercise:

@@ -394,12 +394,14 @@ def compile_preloads() -> None:
     _BYTECODE.ensure()
 
 
-def spawn(args: list[str], cwd: Path, env: dict[str, str], server_env: dict[str, str],
-          limits: dict[str, Any], stdin_fd: int, out_fd: int) -> Process | None:
+def spawn(request: dict[str, Any], server_env: dict[str, str], stdin_fd: int,
+          out_fd: int) -> Process | None:
     """`python -m pytest ARGS` forked from the server, or None: then the caller execs it.
 
-    `env` is the child's environment; `server_env` the part of it that is the same for every
-    child (read when the server starts; PYTHONHASHSEED, for one, is fixed at start-up).
+    `request` is {"args": ARGS, "cwd": the work directory, "env": the child's environment,
+    "limits": its resource limits (see `_boot`)}; `server_env` is the part of the environment
+    that is the same for every child (read when the server starts; PYTHONHASHSEED, for one, is
+    fixed at start-up).
     """
     compile_preloads()
     if not hostos.has_fork_server():
@@ -407,7 +409,6 @@ def spawn(args: list[str], cwd: Path, env: dict[str, str], server_env: dict[str,
     server = _SERVERS.get(server_env)
     if server is None:
         return None
-    request = {"args": args, "cwd": str(cwd), "env": env, "limits": limits}
     try:
         return server.spawn(request, stdin_fd, out_fd)
     except (OSError, ValueError):

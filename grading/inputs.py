@@ -6,7 +6,6 @@ imports the other at the top. Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import difflib
 import fnmatch
@@ -15,23 +14,26 @@ import os
 from pathlib import Path
 
 from grading import catalog
+from grading.request import GradeRequest
 from grading.results import Check
+
+_SHOWN = 4  # the most candidates an ambiguous --check prefix names
 
 
 class UsageError(Exception):
     """Bad usage: reported as one line on stderr, exit status 2."""
 
 
-def submissions(exercise: catalog.Exercise, args: argparse.Namespace) -> list[Path]:
+def submissions(exercise: catalog.Exercise, request: GradeRequest) -> list[Path]:
     """The files to grade for `exercise`, each checked to exist."""
-    if args.reference:
+    if request.reference:
         return [exercise.solution]
-    if args.mutant:
-        return _mutants(exercise, args.mutant)
-    if not args.submission:
+    if request.mutants:
+        return _mutants(exercise, list(request.mutants))
+    if not request.submissions:
         return [exercise.stub]
     found: list[Path] = []
-    for spec in args.submission:
+    for spec in request.submissions:
         path = Path(spec).expanduser()
         if path.is_dir():
             found.extend(sorted(p for p in path.glob("*.py") if p.is_file()))
@@ -42,7 +44,7 @@ def submissions(exercise: catalog.Exercise, args: argparse.Namespace) -> list[Pa
         else:
             raise UsageError(f"no such file: {spec}")
     if not found:
-        raise UsageError(f"no .py files in {', '.join(args.submission)}")
+        raise UsageError(f"no .py files in {', '.join(request.submissions)}")
     return found
 
 
@@ -93,7 +95,7 @@ def _matching(checks: list[Check], name: str) -> list[Check]:
                 or fnmatch.fnmatchcase(c.id.split("::", 1)[1], name)]
     functions = sorted({_function(c) for c in checks if _function(c).startswith(name)})
     if len(functions) > 1:
-        shown = ", ".join(functions[:4]) + (", ..." if len(functions) > 4 else "")
+        shown = ", ".join(functions[:_SHOWN]) + (", ..." if len(functions) > _SHOWN else "")
         raise UsageError(f"--check {name!r} is a prefix of {len(functions)} checks ({shown}); "
                          "give more of the name, or a glob such as 'test_x*'")
     return [c for c in checks if functions and _function(c) == functions[0]]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grading import catalog, isolation, mutants, sandbox, signatures
+from grading.collect import collect
 from grading.results import Check, Result
 
 MARGIN = 2.0  # the same as kata_measure.MARGIN (a test holds them equal)
@@ -69,7 +70,7 @@ def rows_of(exercise: str, submission: str, results: Sequence[Result]) -> list[R
 
 def measure(exercise: catalog.Exercise, jobs: int = 1) -> list[Row]:
     """The figures of `exercise`'s reference, then of each mutant named by a measuring check."""
-    checks = sandbox.collect(exercise, costs=signatures.costs(exercise))
+    checks = collect(exercise, costs=signatures.costs(exercise))
     reference = sandbox.grade(exercise, exercise.solution, checks)
     rows = rows_of(exercise.name, "reference", reference)
     measuring = {row.check.split("[")[0] for row in rows}

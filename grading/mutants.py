@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from grading import catalog
+from grading import catalog, files
 
 CACHE = catalog.ROOT / ".grader" / "mutants"
 _DIFF_START = ("--- ", "diff ")
@@ -109,10 +109,7 @@ def materialize(mutant: Mutant, dest: Path | None = None) -> Path:
             raise MutantError(
                 f"{_rel(mutant.patch)} no longer applies to {_rel(exercise.solution)}; "
                 f"re-derive it with `{mutant.refresh_command()}`")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.{os.getpid()}.{id(mutant)}.tmp")
-        shutil.copyfile(patched, partial)
-        partial.replace(target)
+        files.write_atomic(target, patched.read_bytes())
     return target
 
 

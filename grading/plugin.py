@@ -1,20 +1,14 @@
 """The pytest plugin loaded in the grading child process.
 
-The sandbox copies this file beside the submission under another name and loads it with `-p`;
-it imports nothing but the standard library, pytest and (lazily) hypothesis.
+The grader copies this file into the folder of runs' `lib` as `contract.PLUGIN_MODULE`, with
+the contract beside it as `contract.MODULE`, and loads it with `-p`; it imports nothing but the
+standard library, the contract, pytest and (lazily) hypothesis.
 
-It reads its configuration as JSON from standard input at import, before any test module (and
-so the submission) is imported: the channel file to report to, a per-run token that marks every
-record as its own, and which checks to run. It then reports, one JSON line per event:
-
-    {"ev": "check", ...}      collect mode: one per check, with its name, points and category
-    {"ev": "collected", ...}  the ids of the checks about to run
-    {"ev": "collect_error"}   a test file that could not be imported (e.g. the submission's
-                              syntax error), with the message
-    {"ev": "start", "id"}     a check begins
-    {"ev": "figure", ...}     a check measured something: label, figure, limit (margins only)
-    {"ev": "result", ...}     a check ends: status, message, hypothesis's falsifying example
-    {"ev": "done"}            the session finished
+It reads its configuration (`contract.Config`) as JSON from standard input at import, before any
+test module (and so the submission) is imported: the channel file to report to, a per-run token
+that marks every record as its own, and which checks to run. It then reports one JSON line per
+event, each a record `contract` defines: `check` (collect mode: one per check), `collected`,
+`collect_error`, `start`, `figure`, `result` and `done`.
 
 A check passes only when its own call ran to the end: a hook wrapper around the test function
 records that, so a submission that stops tests from running cannot turn them into passes.
@@ -40,11 +34,28 @@ import time
 import types
 from collections.abc import Generator
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-CATEGORIES = ("correctness", "edge_cases", "bad_input", "concurrency", "performance")
+if TYPE_CHECKING:
+    from grading import contract
+else:
+    def _contract() -> types.ModuleType:
+        """The contract beside this file: `MODULE.py` in a child's `lib`, `contract.py` when the
+        grader runs this file itself (`--compile`)."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in ("_kata_contract.py", "contract.py"):
+            spec = importlib.util.spec_from_file_location("_kata_contract",
+                                                          os.path.join(here, name))
+            if spec is not None and spec.loader is not None and os.path.isfile(spec.origin or ""):
+                module = importlib.util.module_from_spec(spec)
+                sys.modules["_kata_contract"] = module
+                spec.loader.exec_module(module)
+                return module
+        raise ImportError(f"no contract beside {__file__}")
+
+    contract = _contract()
 _TIMEOUT_RE = re.compile(r"Timeout \(>[0-9.]+s\) from pytest-timeout")
 _MESSAGE_CHARS = 2000
 
@@ -63,6 +74,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 _CONFIG = _read_config()
+_DEFAULT_LIMIT = float(_CONFIG.get("timeout", contract.CHECK_LIMIT))  # where no marker says
 _TOKEN: str = _CONFIG.get("token", "")
 _FD = -1
 if _CONFIG.get("channel"):
@@ -79,7 +91,7 @@ if _CONFIG.get("channel"):
 def _test_sources() -> dict[str, tuple[str, bytes]]:
     submission = os.path.realpath(_CONFIG.get("submission", "")) if _CONFIG else ""
     found: dict[str, tuple[str, bytes]] = {}
-    for folder in (".", "hidden"):
+    for folder in (".", contract.HIDDEN_DIR):
         with contextlib.suppress(OSError):
             for entry in sorted(os.listdir(folder)):
                 path = os.path.realpath(os.path.join(folder, entry))
@@ -91,7 +103,6 @@ def _test_sources() -> dict[str, tuple[str, bytes]]:
 
 _SOURCES = _test_sources() if _CONFIG.get("mode") else {}
 _OURS: set[int] = set()  # ids of the code objects compiled from _SOURCES
-_COMPILED = ".kata-tests.marshal"  # in the work directory (sandbox.py lays it out)
 
 
 def _precompiled() -> dict[str, tuple[bytes, types.CodeType]]:
@@ -99,7 +110,7 @@ def _precompiled() -> dict[str, tuple[bytes, types.CodeType]]:
     name: the sha256 of the source each was compiled from, and its code. Read with the sources,
     before the submission can run; a module whose source differs is compiled here instead."""
     try:
-        with open(_COMPILED, "rb") as f:
+        with open(contract.COMPILED, "rb") as f:
             data = marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError):
         return {}
@@ -222,7 +233,7 @@ def note_figure(label: str, figure: float, limit: float) -> None:
     """What a hidden check measured (see `kata_measure`), reported with the check's id: the
     grader shows it in `python -m grading.margins`; it never changes a score."""
     if _current:
-        _emit({"ev": "figure", "id": _current[-1], "label": str(label),
+        _emit({"ev": contract.FIGURE, "id": _current[-1], "label": str(label),
                "figure": float(figure), "limit": float(limit)})
 
 
@@ -232,8 +243,8 @@ def check_id(item: pytest.Item) -> str:
 
 
 def _visibility(item: pytest.Item) -> str:
-    # The sandbox lays the hidden checks out in `hidden/`, the visible tests beside the submission.
-    return "hidden" if item.path.parent.name == "hidden" else "visible"
+    # The hidden checks are laid out in their folder, the visible tests beside the submission.
+    return contract.HIDDEN if item.path.parent.name == contract.HIDDEN_DIR else contract.VISIBLE
 
 
 def _metadata(item: pytest.Item) -> dict[str, Any]:
@@ -248,7 +259,7 @@ def _metadata(item: pytest.Item) -> dict[str, Any]:
     timeout_marker = item.get_closest_marker("timeout")
     points = points_marker.args[0] if points_marker else 1
     category = category_marker.args[0] if category_marker else "correctness"
-    timeout = timeout_marker.args[0] if timeout_marker else _CONFIG.get("timeout", 10)
+    timeout = timeout_marker.args[0] if timeout_marker else _DEFAULT_LIMIT
     return {
         "id": check_id(item),
         "name": name,
@@ -264,34 +275,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if _SOURCES:
         sys.meta_path.insert(0, _VerifiedFinder(config))
     config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
-    config.addinivalue_line("markers", f"category(name): one of {', '.join(CATEGORIES)}")
-    from hypothesis import HealthCheck, Phase, settings
+    config.addinivalue_line("markers", f"category(name): one of {', '.join(contract.CATEGORIES)}")
+    from hypothesis import settings
 
-    settings.register_profile(
-        "grading",
-        derandomize=True,
-        database=None,
-        deadline=None,
-        print_blob=False,
-        suppress_health_check=[HealthCheck.too_slow],
-        # A failing check reports its first minimal example; explaining it costs many seconds.
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-        report_multiple_bugs=False,
-    )
-    settings.load_profile("grading")
+    contract.register_profile()
+    settings.load_profile(contract.PROFILE)
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
-        _emit({"ev": "collect_error", "file": report.nodeid,
-               "message": _cut(str(report.longrepr))})
+        _emit({"ev": contract.COLLECT_ERROR, "message": _cut(str(report.longrepr))})
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _CONFIG.get("mode") == "collect":
         for item in items:
-            _emit({"ev": "check", **_metadata(item)})
+            _emit({"ev": contract.CHECK, **_metadata(item)})
     only = _CONFIG.get("only")
     limits = _CONFIG.get("limits") or {}
     keep: list[pytest.Item] = []
@@ -304,7 +304,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
-    _emit({"ev": "collected", "ids": [check_id(item) for item in keep]})
+    _emit({"ev": contract.COLLECTED, "ids": [check_id(item) for item in keep]})
 
 
 @pytest.hookimpl(trylast=True)
@@ -437,10 +437,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     cid = check_id(item)
-    _emit({"ev": "start", "id": cid})
+    _emit({"ev": contract.START, "id": cid})
     _current.append(cid)
     marker = item.get_closest_marker("timeout")
-    limit = float(marker.args[0]) if marker and marker.args else float(_CONFIG.get("timeout", 10))
+    limit = float(marker.args[0]) if marker and marker.args else _DEFAULT_LIMIT
     if _STACKS is not None:
         faulthandler.dump_traceback_later(limit + _STACKS_AFTER, file=_STACKS)
     started = time.perf_counter()
@@ -451,11 +451,11 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
             faulthandler.cancel_dump_traceback_later()
         _current.remove(cid)
         status, message, falsifying = _outcome(item)
-        _emit({"ev": "result", "id": cid, "status": status, "message": message,
+        _emit({"ev": contract.RESULT, "id": cid, "status": status, "message": message,
                "falsifying": falsifying, "duration": round(time.perf_counter() - started, 4)})
 
 
-def _outcome(item: pytest.Item) -> tuple[str, str, str]:
+def _outcome(item: pytest.Item) -> tuple[contract.Status, str, str]:
     reports = _reports.pop(item.nodeid, [])
     exconly, notes = _failures.pop(item.nodeid, ("", ""))
     falsifying = _falsifying(notes)
@@ -464,8 +464,7 @@ def _outcome(item: pytest.Item) -> tuple[str, str, str]:
             message = _cut(exconly or report.longreprtext)
             if _TIMEOUT_RE.search(message):
                 return "timeout", message, falsifying
-            status = "failed" if report.when == "call" else "error"
-            return status, message, falsifying
+            return ("failed" if report.when == "call" else "error"), message, falsifying
         if report.skipped:
             return "failed", f"skipped: {_cut(str(report.longrepr))}", ""
     if item.nodeid not in _completed:
@@ -497,7 +496,7 @@ def _cut(text: str) -> str:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _emit({"ev": "done", "exitstatus": int(exitstatus)})
+    _emit({"ev": contract.DONE})
 
 
 @pytest.hookimpl(trylast=True)

@@ -14,11 +14,10 @@ import subprocess
 from functools import cache
 from typing import Any
 
-from grading import catalog
+from grading import catalog, contract, files
 
 _PACKAGES = ("pytest", "hypothesis", "anyio", "trio", "fastapi", "starlette", "httpx",
              "uvicorn", "pytest-timeout", "schemathesis")
-PROFILE = "grading"  # the hypothesis profile every grading child loads (see plugin.py)
 
 
 def of(exercise: catalog.Exercise) -> dict[str, Any]:
@@ -28,19 +27,14 @@ def of(exercise: catalog.Exercise) -> dict[str, Any]:
         "checks_sha256": checks_digest(exercise),
         "python": platform.python_version(),
         "packages": versions(),
-        "hypothesis_profile": PROFILE,
+        "hypothesis_profile": contract.PROFILE,
     }
 
 
 def checks_digest(exercise: catalog.Exercise) -> str:
-    """sha256 over the exercise's visible tests, hidden checks and data files: the checks, the
-    same in the repository and in a Gradescope image (which holds no reference)."""
-    digest = hashlib.sha256()
-    files = [exercise.visible_tests, *exercise.hidden_files, *exercise.data_files]
-    for path in files:
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    """sha256 of the files a grading runs (`Exercise.grading_files`): the checks, the same in
+    the repository and in a Gradescope image (which holds no reference and no mutants)."""
+    return files.digest(exercise.grading_files)
 
 
 @cache

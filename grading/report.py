@@ -15,11 +15,11 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, TextIO
 
+from grading.request import FORMATS
 from grading.results import CATEGORIES, STATUSES, Grade, Result, num
-
-FORMATS = ("text", "json", "csv", "gradescope", "junit")
 
 
 def _shown(result: Result, feedback: str) -> bool:
@@ -173,25 +173,20 @@ def as_csv(grades: list[Grade], out: TextIO) -> None:
                          grade.provenance.get("checks_sha256", ""), grade.reason])
 
 
-def changes(before: Grade | None, after: Grade) -> list[str]:
-    """What a regrade changed: checks newly passing or newly failing, and the score."""
-    if before is None:
-        return []
-    was = {r.check.id: r.status for r in before.results}
-    fixed = [r.check.name for r in after.results
-             if r.status == "passed" and was.get(r.check.id, "passed") != "passed"]
-    broke = [r.check.name for r in after.results
-             if r.status != "passed" and was.get(r.check.id) == "passed"]
-    lines = [f"since the last run: score {num(before.score)} -> {num(after.score)}"]
-    lines += [f"  now passing: {name}" for name in fixed]
-    lines += [f"  now failing: {name}" for name in broke]
-    if not fixed and not broke:
-        lines.append("  no check changed")
-    return lines
+@dataclass(frozen=True)
+class Style:
+    """How a report is written: its format (one of `FORMATS`), what it shows of hidden checks
+    (one of `FEEDBACK`), messages in full or not, and colours (text only)."""
+
+    format: str = "text"
+    feedback: str = "full"
+    verbose: bool = False
+    color: bool = False
 
 
-def render(grades: list[Grade], fmt: str, out: TextIO, *, color: bool = False,
-           verbose: bool = False, feedback: str = "full") -> None:
+def render(grades: list[Grade], out: TextIO, style: Style = Style()) -> None:
+    """Write `grades` to `out` as `style` says."""
+    fmt, feedback, verbose, color = style.format, style.feedback, style.verbose, style.color
     if fmt == "json":
         for grade in grades:
             out.write(json.dumps(as_dict(grade, feedback)) + "\n")
@@ -202,11 +197,13 @@ def render(grades: list[Grade], fmt: str, out: TextIO, *, color: bool = False,
         out.write(as_junit(grades, feedback))
     elif fmt == "csv":
         as_csv(grades, out)
-    else:
+    elif fmt == "text":
         for i, grade in enumerate(grades):
             if i:
                 out.write("\n")
             _text(grade, out, color=color, verbose=verbose, feedback=feedback)
+    else:
+        raise ValueError(f"no report format {fmt!r} (one of {', '.join(FORMATS)})")
 
 
 _MARKS = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "timeout": "TIME",

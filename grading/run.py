@@ -1,21 +1,24 @@
-"""Grade submissions of exercises and print the report: the `grader.py NAME` flow."""
+"""Grade what a `GradeRequest` asks for and write the report: the `grader.py grade` flow.
+
+This module orchestrates: the submissions and checks come from `inputs` and `collect`, each
+grading from `sandbox`, the mypy line from `typecheck`, diagnoses from `diagnose`, the report
+from `report` and what moved from `changes`.
+"""
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple, TextIO
 
 from grading import (
     catalog,
+    changes,
     diagnose,
     forkserver,
     inputs,
@@ -25,150 +28,138 @@ from grading import (
     sandbox,
     signatures,
     state,
+    typecheck,
 )
+from grading.channel import ProtocolError
+from grading.collect import GradingError, collect
 from grading.inputs import UsageError, select, submissions
-from grading.results import Check, Grade, Result, num
+from grading.limits import Limits
+from grading.request import CHECK_LIMIT, GradeRequest
+from grading.results import Check, Grade, Result
 
-_MYPY_LIMIT = 180.0  # seconds; a cold cache over fastapi's stubs takes a while
+
+class Task(NamedTuple):
+    """One submission of one exercise, and the checks it runs."""
+
+    exercise: catalog.Exercise
+    path: Path
+    checks: list[Check]
 
 
-def grade_all(exercises: list[catalog.Exercise], args: argparse.Namespace) -> int:
-    try:
-        notice = isolation.choose(args.isolation)
-    except isolation.IsolationError as exc:
-        raise UsageError(str(exc)) from None
-    limits = sandbox.Limits(wall=args.wall_limit, timeout=args.timeout or 10.0,
-                            from_costs=args.timeout is None)
-    forkserver.expect(exercises)  # the fork server loads only what these exercises import
-    if args.output and not Path(args.output).resolve().parent.is_dir():
-        raise UsageError(f"cannot write {args.output}: no such folder")
-    before = _read_compare(Path(args.compare)) if args.compare else None
-    tasks: list[tuple[catalog.Exercise, Path, list[Check]]] = []
-    for exercise in exercises:
-        paths = submissions(exercise, args)
-        try:
-            collected = sandbox.collect(exercise, limits, signatures.costs(exercise))
-            checks = select(collected, args.check, exercise, visible_only=args.visible)
-        except sandbox.GradingError as exc:
-            raise UsageError(str(exc)) from None
-        tasks.extend((exercise, path, checks) for path in paths)
-    if notice:  # said once the command line is known to be good: a refusal stays one line
-        print(notice, file=sys.stderr)
-    if args.watch:
-        if len(tasks) != 1:
-            raise UsageError("--watch follows one submission of one exercise")
-        return _watch(*tasks[0], limits, args)
-    progress = report.ProgressLine()
-    try:
-        grades = _grade_tasks(tasks, limits, args, progress)
-    finally:
-        progress.clear()
-    if not (args.check or args.visible or args.reference or args.mutant):
-        for grade in grades:  # a whole grading of a candidate's file: `list` shows it
-            state.record(grade)
-    _write(grades, args)
-    if before is not None:
-        _compare(grades, Path(args.compare), before)
+def grade_all(request: GradeRequest) -> int:
+    """Grade what `request` asks for, write the report; the exit status (0: every check of
+    every submission passed)."""
+    grades = grade_request(request)
+    if grades is None:
+        return 0
+    _write(grades, request)
     return 0 if all(g.passed for g in grades) else 1
 
 
-def _read_compare(old: Path) -> list[dict[str, Any]]:
-    """The gradings saved in `old` (`--format json`), read before any grading starts."""
+def grade_request(request: GradeRequest) -> list[Grade] | None:
+    """The grades of what `request` asks for (None after `--watch`, which ends by Ctrl-C);
+    `--compare` reported on stderr. Raises `UsageError` for what cannot be graded at all."""
     try:
-        lines = old.read_text(encoding="utf-8").splitlines()
-        before = [json.loads(line) for line in lines if line.strip()]
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {old} as the grader's --format json output: {exc}") \
-            from None
-    if not all(isinstance(b, dict) for b in before):
-        raise UsageError(f"cannot read {old} as the grader's --format json output: "
-                         "a line is not a JSON object")
-    return before
+        notice = isolation.choose(request.isolation)
+    except isolation.IsolationError as exc:
+        raise UsageError(str(exc)) from None
+    limits = Limits(wall=request.wall_limit, timeout=request.timeout or CHECK_LIMIT,
+                    from_costs=request.timeout is None)
+    forkserver.expect(list(request.exercises))  # the server loads what these exercises import
+    if request.output and not request.output.resolve().parent.is_dir():
+        raise UsageError(f"cannot write {request.output}: no such folder")
+    before = changes.read_saved(request.compare) if request.compare else None
+    tasks = [task for exercise in request.exercises for task in _tasks(exercise, request, limits)]
+    if notice:  # said once the command line is known to be good: a refusal stays one line
+        print(notice, file=sys.stderr)
+    if request.watch:
+        if len(tasks) != 1:
+            raise UsageError("--watch follows one submission of one exercise")
+        _watch(tasks[0], limits, request)
+        return None
+    progress = report.ProgressLine()
+    try:
+        grades = _grade_tasks(tasks, limits, request, progress)
+    finally:
+        progress.clear()
+    if request.candidates:
+        for grade in grades:  # a whole grading of a candidate's file: `list` shows it
+            state.record(grade)
+    if before is not None and request.compare is not None:
+        changes.since_saved(grades, request.compare, before, sys.stderr)
+    return grades
 
 
-def _compare(grades: list[Grade], old: Path, before: list[dict[str, Any]]) -> None:
-    """Each check whose outcome moved since the grading saved in `old` (`--format json`)."""
-    out = sys.stderr
-    for grade in grades:
-        match = next((b for b in before if b.get("exercise") == grade.exercise
-                      and (len(before) == 1 or b.get("submission") == grade.submission)), None)
-        if match is None:
-            out.write(f"compare: {old} has no grade of {grade.exercise} {grade.submission}\n")
-            continue
-        was = {c["id"]: c["status"] for c in match.get("checks", [])}
-        now = {r.check.id: r.status for r in grade.results}
-        moved = [f"  {cid}: {was.get(cid, 'absent')} -> {now.get(cid, 'absent')}"
-                 for cid in sorted(was.keys() | now.keys()) if was.get(cid) != now.get(cid)]
-        then = match.get("grader") or {}
-        same = then.get("checks_sha256") == grade.provenance.get("checks_sha256")
-        out.write(f"compare {grade.exercise} {grade.submission}: score {match.get('score')} -> "
-                  f"{num(grade.score)}; {len(moved)} check(s) moved; "
-                  f"{'the same checks' if same else 'the checks or the reference changed'} "
-                  f"(commit {then.get('commit', '?')} -> {grade.provenance.get('commit')})\n")
-        for line in moved:
-            out.write(line + "\n")
+def _tasks(exercise: catalog.Exercise, request: GradeRequest, limits: Limits) -> list[Task]:
+    paths = submissions(exercise, request)
+    try:
+        collected = collect(exercise, limits, signatures.costs(exercise))
+        checks = select(collected, list(request.checks), exercise, visible_only=request.visible)
+    except GradingError as exc:
+        raise UsageError(str(exc)) from None
+    return [Task(exercise, path, checks) for path in paths]
 
 
-def _grade_tasks(tasks: list[tuple[catalog.Exercise, Path, list[Check]]],
-                 limits: sandbox.Limits, args: argparse.Namespace,
+def _grade_tasks(tasks: list[Task], limits: Limits, request: GradeRequest,
                  progress: report.ProgressLine) -> list[Grade]:
-    if args.jobs == 1 or len(tasks) == 1:
-        return [_grade_one(e, p, c, limits, args, progress) for e, p, c in tasks]
+    if request.jobs == 1 or len(tasks) == 1:
+        return [grade_one(task, limits, request, progress) for task in tasks]
     done = [0]
     quiet = report.ProgressLine(live=False)
 
-    def one(task: tuple[catalog.Exercise, Path, list[Check]]) -> Grade:
-        grade = _grade_one(*task, limits, args, quiet)
+    def one(task: Task) -> Grade:
+        grade = grade_one(task, limits, request, quiet)
         done[0] += 1
         progress(done[0], len(tasks), f"graded {grade.submission}")
         return grade
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=request.jobs) as pool:
         return list(pool.map(one, tasks))
 
 
-def _watch(exercise: catalog.Exercise, path: Path, checks: list[Check],
-           limits: sandbox.Limits, args: argparse.Namespace) -> int:
+def _watch(task: Task, limits: Limits, request: GradeRequest) -> None:
     """Regrade whenever the submission is saved; show what changed since the last run."""
     previous: Grade | None = None
     while True:
-        stamp = path.stat().st_mtime_ns
+        stamp = task.path.stat().st_mtime_ns
         progress = report.ProgressLine()
         try:
-            grade = _grade_one(exercise, path, checks, limits, args, progress)
+            grade = grade_one(task, limits, request, progress)
         finally:
             progress.clear()
         if sys.stdout.isatty():
             sys.stdout.write("\033[2J\033[H")
-        report.render([grade], "text", sys.stdout, color=report.use_color(sys.stdout),
-                      verbose=args.verbose, feedback=args.feedback)
-        for line in report.changes(previous, grade):
+        report.render([grade], sys.stdout, replace(_style(request, sys.stdout), format="text"))
+        for line in changes.since_last(previous, grade):
             sys.stdout.write(line + "\n")
-        sys.stdout.write(f"watching {_display(path)} (Ctrl-C to stop)\n")
+        sys.stdout.write(f"watching {_display(task.path)} (Ctrl-C to stop)\n")
         sys.stdout.flush()
         previous = grade
-        while path.stat().st_mtime_ns == stamp:
+        while task.path.stat().st_mtime_ns == stamp:
             time.sleep(0.3)
 
 
-def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[Check],
-               limits: sandbox.Limits, args: argparse.Namespace,
-               progress: report.ProgressLine) -> Grade:
+def grade_one(task: Task, limits: Limits, request: GradeRequest,
+              progress: report.ProgressLine) -> Grade:
+    """One submission graded, with its mypy line and, for a whole grading, its diagnoses."""
+    exercise, path, checks = task
     started = time.monotonic()
     unfit = inputs.unfit(exercise, path)
     if unfit:  # said once, not once per check
-        results = [Result(c, status="failed", message=unfit) for c in checks]
-        return Grade(exercise.name, _display(path), results, time.monotonic() - started, "",
-                     provenance.of(exercise), reason=unfit, refused=True)
+        return _refused(task, unfit, started)
     with tempfile.TemporaryDirectory(prefix="grader-mypy-") as tmp:
-        mypy = None if args.no_mypy else _start_mypy(exercise, path, Path(tmp))
-        results = sandbox.grade(
-            exercise, path, checks, limits,
-            lambda done, total, name: progress(done, total, f"{exercise.name}: {name}"))
-        line = _finish_mypy(mypy) if mypy is not None else ""
+        mypy = typecheck.start(exercise, path, Path(tmp)) if request.mypy else None
+        try:
+            results = sandbox.grade(
+                exercise, path, checks, limits,
+                lambda done, total, name: progress(done, total, f"{exercise.name}: {name}"))
+        except ProtocolError as exc:  # the grader's fault: no score, never a failed check
+            return _refused(task, f"grader error, not graded: {exc}", started)
+        finally:
+            line = typecheck.finish(mypy) if mypy is not None else ""
     grade = Grade(exercise.name, _display(path), results, time.monotonic() - started, line,
                   provenance.of(exercise), reason=_one_failure(results, path, exercise))
-    if not (args.check or args.visible):  # a signature speaks of a whole grading
+    if request.every_check:  # a signature speaks of a whole grading
         failed = [r.check.id for r in results if r.status != "passed"]
         passed = [r.check.id for r in results if r.status == "passed"]
         grade.diagnoses = [{"bug": d.bug, "summary": d.summary, "rule": d.rule}
@@ -176,10 +167,16 @@ def _grade_one(exercise: catalog.Exercise, path: Path, checks: list[Check],
     return grade
 
 
+def _refused(task: Task, reason: str, started: float) -> Grade:
+    results = [Result(c, status="failed", message=reason) for c in task.checks]
+    return Grade(task.exercise.name, _display(task.path), results, time.monotonic() - started,
+                 "", provenance.of(task.exercise), reason=reason, refused=True)
+
+
 def _one_failure(results: list[Result], path: Path, exercise: catalog.Exercise) -> str:
     """The one reason every check failed, when they all failed with the same message (an
     import that fails, say), with the submission's own path in place of the grader's copy."""
-    if len(results) < 2 or any(r.status == "passed" for r in results):
+    if len(results) <= 1 or any(r.status == "passed" for r in results):
         return ""
     copy = re.compile(rf"\S*/work/{re.escape(exercise.name)}\.py")
     said = {" | ".join(line.strip() for line in copy.sub(str(path), r.message).splitlines()
@@ -195,41 +192,16 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _start_mypy(exercise: catalog.Exercise, path: Path, tmp: Path) -> subprocess.Popen[str]:
-    target = tmp / f"{exercise.name}.py"
-    shutil.copyfile(path, target)
-    cache = catalog.ROOT / ".grader" / "mypy-cache"
-    return subprocess.Popen(
-        [sys.executable, "-m", "mypy", "--strict", "--no-color-output", "--no-error-summary",
-         "--cache-dir", str(cache), target.name],
-        cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+def _style(request: GradeRequest, out: TextIO) -> report.Style:
+    return report.Style(request.format, request.feedback, request.verbose, report.use_color(out))
 
 
-def _finish_mypy(proc: subprocess.Popen[str]) -> str:
-    try:
-        out, _ = proc.communicate(timeout=_MYPY_LIMIT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return f"did not finish within {_MYPY_LIMIT:g} s"
-    errors = [line for line in out.splitlines() if ": error:" in line]
-    if proc.returncode == 0:
-        return "clean"
-    if not errors:
-        return f"mypy failed: {out.strip().splitlines()[-1] if out.strip() else proc.returncode}"
-    plural = "s" if len(errors) > 1 else ""
-    return f"{len(errors)} error{plural}, first: {errors[0]}"
-
-
-def _write(grades: list[Grade], args: argparse.Namespace) -> None:
-    if args.output:
+def _write(grades: list[Grade], request: GradeRequest) -> None:
+    if request.output:
         try:
-            with open(args.output, "w", encoding="utf-8") as out:
-                report.render(grades, args.format, out, verbose=args.verbose,
-                              feedback=args.feedback)
+            with open(request.output, "w", encoding="utf-8") as out:
+                report.render(grades, out, _style(request, out))
         except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+            raise UsageError(f"cannot write {request.output}: {exc.strerror}") from None
         return
-    report.render(grades, args.format, sys.stdout, color=report.use_color(sys.stdout),
-                  verbose=args.verbose, feedback=args.feedback)
+    report.render(grades, sys.stdout, _style(request, sys.stdout))

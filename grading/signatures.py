@@ -10,7 +10,7 @@ a stored digest no longer matches, naming the command that recomputes them:
 
 The same file keeps what each check cost the reference (its median seconds over three full
 gradings, measured by `refresh` before the mutants are graded): the grader deals checks to its
-children by these, and bounds each check's time by them (`sandbox.bounded`).
+children by these, and bounds each check's time by them (`limits.bounded`).
 
 Standard library only (the grader's parent process imports this).
 """
@@ -18,7 +18,6 @@ Standard library only (the grader's parent process imports this).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import sys
@@ -27,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, mutants
+from grading import catalog, files, mutants, provenance
 
 STORE = Path(__file__).resolve().parent / "signatures"
 _COST_ROUNDS = 3  # full gradings of the reference whose median seconds per check are stored
@@ -35,12 +34,7 @@ _COST_ROUNDS = 3  # full gradings of the reference whose median seconds per chec
 
 def digest(exercise: catalog.Exercise) -> str:
     """sha256 of every file that decides the signatures of `exercise`."""
-    h = hashlib.sha256()
-    files = [Path(__file__).with_name("plugin.py"), exercise.visible_tests,
-             *exercise.hidden_files, *exercise.data_files, exercise.solution, *exercise.mutants]
-    for path in files:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    return files.digest([*exercise.grading_files, exercise.solution, *exercise.mutants])
 
 
 def _path(exercise: catalog.Exercise) -> Path:
@@ -68,16 +62,6 @@ def costs(exercise: catalog.Exercise) -> dict[str, float]:
             if isinstance(s, int | float) and not isinstance(s, bool) and s >= 0}
 
 
-def checks_digest(exercise: catalog.Exercise) -> str:
-    """sha256 of the files a grading runs (the plugin and the checks), without the reference
-    and the patches: what a Gradescope image, which holds neither, can compare."""
-    h = hashlib.sha256()
-    for path in [Path(__file__).with_name("plugin.py"), exercise.visible_tests,
-                 *exercise.hidden_files, *exercise.data_files]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
 def is_current(exercise: catalog.Exercise) -> bool:
     """The stored signatures were computed from today's files. Where the reference is absent
     (a Gradescope image), from today's checks: the reference and patches came with them."""
@@ -85,22 +69,22 @@ def is_current(exercise: catalog.Exercise) -> bool:
     if data is None:
         return False
     if not exercise.solution.is_file():
-        return data.get("checks") == checks_digest(exercise)
+        return data.get("checks") == provenance.checks_digest(exercise)
     return data.get("digest") == digest(exercise)
 
 
 def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
     """Time the reference on every check, then grade every mutant of `exercise` in full (its
     checks dealt by those times), and store both."""
-    from grading import sandbox  # not at the top: the parent of a plain grading skips this
+    from grading import collect, sandbox  # not at the top: a plain grading skips this
 
-    checks = sandbox.collect(exercise)
+    checks = collect.collect(exercise)
     seconds: dict[str, list[float]] = {}
     for _ in range(_COST_ROUNDS):  # one at a time: the figures are for a grading alone
         for result in sandbox.grade(exercise, exercise.solution, checks):
             seconds.setdefault(result.check.id, []).append(result.duration)
     measured = {cid: round(statistics.median(times), 3) for cid, times in sorted(seconds.items())}
-    checks = sandbox.with_costs(checks, measured)
+    checks = collect.with_costs(checks, measured)
     all_mutants = mutants.of(exercise)
 
     def signature(mutant: mutants.Mutant) -> tuple[mutants.Mutant, list[str]]:
@@ -112,7 +96,7 @@ def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
         graded = list(pool.map(signature, all_mutants))
     data = {
         "digest": digest(exercise),
-        "checks": checks_digest(exercise),
+        "checks": provenance.checks_digest(exercise),
         "costs": measured,
         "mutants": {
             m.bug: {"summary": m.summary, "rule": _rule(m), "fails": fails}

@@ -7,13 +7,14 @@ reference and the mutants do not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grading import catalog
+from grading import catalog, files
 
 if TYPE_CHECKING:
     from grading.results import Grade
@@ -36,12 +37,8 @@ def _load() -> dict[str, dict[str, object]]:
 
 
 def _save(data: dict[str, dict[str, object]]) -> None:
-    try:
-        state = _path()
-        state.parent.mkdir(parents=True, exist_ok=True)
-        state.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    except OSError:
-        pass  # a read-only checkout still grades; it just does not remember
+    with contextlib.suppress(OSError):  # a read-only checkout grades; it does not remember
+        files.write_atomic(_path(), json.dumps(data, indent=1).encode())
 
 
 def record(grade: Grade) -> None:

@@ -13,17 +13,14 @@ Standard library only (the grader's parent process imports this).
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
-from grading import provenance
+from grading import files, provenance
 from grading.catalog import ROOT, Exercise
 
-FILENAME = ".kata-tests.marshal"  # in a work directory, where plugin.py reads it
 _CACHE = ROOT / ".grader" / "code"
 _PLUGIN = Path(__file__).with_name("plugin.py")
 _LIMIT = 60.0  # seconds for compiling an exercise's test modules
@@ -36,15 +33,13 @@ _locks_lock = threading.Lock()
 def compiled(exercise: Exercise) -> bytes:
     """The exercise's test modules compiled as each child would compile them, marshalled; b""
     when they cannot be had, and each child compiles its own."""
-    files = [p for p in (exercise.visible_tests, *exercise.hidden_files) if p.suffix == ".py"]
+    tests = [p for p in (exercise.visible_tests, *exercise.hidden_files) if p.suffix == ".py"]
     try:
         pytest_version = provenance.versions().get("pytest", "")
-        digest = hashlib.sha256(f"{sys.version}|{pytest_version}".encode())
-        for path in (_PLUGIN, *files):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest = files.digest(exercise.grading_files, salt=f"{sys.version}|{pytest_version}")
     except OSError:
         return b""
-    cache = _CACHE / f"{exercise.name}-{digest.hexdigest()[:16]}.marshal"
+    cache = _CACHE / f"{exercise.name}-{digest[:16]}.marshal"
     with _locks_lock:
         lock = _locks.setdefault(exercise.name, threading.Lock())
     with lock:
@@ -52,22 +47,17 @@ def compiled(exercise: Exercise) -> bytes:
             try:
                 _done[cache.name] = cache.read_bytes()
             except OSError:
-                _done[cache.name] = _compile(exercise.name, files, cache)
+                _done[cache.name] = _compile(exercise.name, tests, cache)
         return _done[cache.name]
 
 
-def _compile(name: str, files: list[Path], cache: Path) -> bytes:
+def _compile(name: str, tests: list[Path], cache: Path) -> bytes:
     try:
-        done = subprocess.run([sys.executable, "-I", str(_PLUGIN), "--compile", *map(str, files)],
+        done = subprocess.run([sys.executable, "-I", str(_PLUGIN), "--compile", *map(str, tests)],
                               stdin=subprocess.DEVNULL, capture_output=True, check=True,
                               timeout=_LIMIT)
     except (OSError, subprocess.SubprocessError):
         return b""
     with contextlib.suppress(OSError):
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        for stale in cache.parent.glob(f"{name}-*.marshal"):
-            stale.unlink(missing_ok=True)
-        partial = cache.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(done.stdout)
-        partial.replace(cache)  # readers see the whole file or none
+        files.write_atomic(cache, done.stdout, stale=f"{name}-*.marshal")
     return done.stdout

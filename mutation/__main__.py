@@ -47,14 +47,12 @@ _CONFTEST = '''\
 
 import pytest
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import settings
 
-settings.register_profile(
-    "grading", derandomize=True, database=None, deadline=None, print_blob=False,
-    suppress_health_check=[HealthCheck.too_slow],
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    report_multiple_bugs=False)
-settings.load_profile("grading")
+import kata_contract  # the grader's contract, laid beside this file
+
+kata_contract.register_profile()
+settings.load_profile(kata_contract.PROFILE)
 
 TIMING = set({timing!r})
 
@@ -139,6 +137,7 @@ def run(exercise: catalog.Exercise, config: dict[str, Any], progress: bool) -> O
         shutil.copyfile(path, work / path.name)
         shutil.copyfile(path, work / "tests" / path.name)
         also.append(path.name)
+    shutil.copyfile(catalog.GRADER / "contract.py", work / "tests" / "kata_contract.py")
     (work / "tests" / "conftest.py").write_text(_CONFTEST.format(timing=sorted(timing)))
     (work / "pyproject.toml").write_text(_PYPROJECT.format(name=exercise.name, also=also))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS"))}

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, isolation, mutants, sandbox, signatures
+from grading import catalog, collect, isolation, mutants, processes, sandbox, signatures
 from grading.results import Check, Result
 
 ROOT = catalog.ROOT
@@ -42,14 +42,14 @@ def run_grader(args: Sequence[str], *, timeout: float = 300, cwd: Path = ROOT,
     """`python grader.py ARGS` in a child process, as a user types it."""
     proc = subprocess.run([sys.executable, str(ROOT / "grader.py"), *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout,
-                          env={**sandbox.environ(), **(env or {})}, check=False)
+                          env={**processes.environ(), **(env or {})}, check=False)
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
 @cache
 def checks_of(name: str) -> tuple[Check, ...]:
     exercise = catalog.Exercise(name)
-    return tuple(sandbox.collect(exercise, costs=signatures.costs(exercise)))
+    return tuple(collect.collect(exercise, costs=signatures.costs(exercise)))
 
 
 # Lines the session prints at its end (figures a reader of the run wants, such as rates).

@@ -22,7 +22,19 @@ from pathlib import Path
 
 import pytest
 
-from grading import _boot, forkserver, isolation, sandbox, signatures, testcode
+from grading import (
+    _boot,
+    child,
+    collect,
+    contract,
+    forkserver,
+    isolation,
+    processes,
+    sandbox,
+    signatures,
+    testcode,
+)
+from grading.limits import Limits
 from grading.results import Check, Result
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, mutant_file, run_grader
 
@@ -65,7 +77,10 @@ def _statuses(grade: dict[str, object]) -> dict[str, str]:
     (["token_bucket", "--wall-limit", "-3"], "positive number of seconds"),
     (["token_bucket", "--reference", "--submission", "x.py"], "not allowed with"),
     (["all", "--submission", "x.py"], "needs one exercise name"),
-    (["list", "extra"], "unexpected argument 'extra'"),
+    (["list", "extra"], "unrecognized arguments: extra"),
+    (["hint"], "required: NAME"),
+    (["bundle", "token_bucket"], "required: --output"),
+    (["grade"], "required: NAME"),
     (["token_bucket", "--no-such-option"], "unrecognized arguments"),
 ])
 def test_bad_usage_exits_2_with_one_clear_line(args: list[str], needle: str) -> None:
@@ -232,7 +247,7 @@ def test_a_fork_server_outlives_the_thread_that_started_it() -> None:
     grading: the server, and every child then running in it, must not end with the thread."""
     started: list[forkserver._Server] = []
     thread = threading.Thread(target=lambda: started.append(
-        forkserver._Server(sandbox._child_env(None, None), frozenset())))
+        forkserver._Server(processes.child_env(None, None), frozenset())))
     thread.start()
     thread.join()
     server = started[0]
@@ -279,12 +294,12 @@ def test_checks_are_dealt_by_what_they_cost_the_reference() -> None:
             for n in range(6)]
     costs = {"hidden::test_0": 3.0, "hidden::test_1": 2.0, "hidden::test_2": 0.5,
              "hidden::test_3": 0.5, "hidden::test_4": 1.0}
-    weighed = sandbox.with_costs(ours, costs)
+    weighed = collect.with_costs(ours, costs)
     assert [c.cost for c in weighed] == [3.0, 2.0, 0.5, 0.5, 1.0, 1.0]
     dealt = sandbox._deal([Result(c) for c in weighed], 2)
     assert [[r.check.id[-6:] for r in shard] for shard in dealt] == [
         ["test_0", "test_5"], ["test_1", "test_2", "test_3", "test_4"]]  # 4.0 and 4.0
-    assert [c.cost for c in sandbox.with_costs(ours, {})] == [10.0] * 6  # nothing stored
+    assert [c.cost for c in collect.with_costs(ours, {})] == [10.0] * 6  # nothing stored
     for exercise in EXERCISES:
         stored = signatures.costs(exercise)
         known = {c.id for c in checks_of(exercise.name)}
@@ -304,7 +319,7 @@ def test_ctrl_c_ends_the_grading_and_every_child_it_started(tmp_path: Path) -> N
     mark = f"{key}={value}"
     proc = subprocess.Popen([sys.executable, str(ROOT / "grader.py"), "token_bucket",
                              "--no-mypy", "--submission", str(sub), "--timeout", "60"],
-                            cwd=ROOT, env={**sandbox.environ(), key: value},
+                            cwd=ROOT, env={**processes.environ(), key: value},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -374,20 +389,19 @@ def test_a_child_runs_compiled_code_only_for_the_source_it_read(tmp_path: Path) 
     read; for any other source the child compiles the file itself."""
     source = b"def test_x() -> None:\n    assert 1 + 1 == 2\n"
     other = compile("def test_x():\n    assert False, 'the compiled copy ran'\n", "x", "exec")
-    lib, ini = sandbox._library(sandbox.Limits())
+    lib, ini = child.library(Limits())
     for label, digest, expected in (("matching", hashlib.sha256(source).digest(), "failed"),
                                     ("stale", hashlib.sha256(b"older").digest(), "passed")):
         work = tmp_path / label
         work.mkdir()
         (work / "test_x.py").write_bytes(source)
-        (work / testcode.FILENAME).write_bytes(marshal.dumps({"test_x": (digest, other)}))
+        (work / contract.COMPILED).write_bytes(marshal.dumps({"test_x": (digest, other)}))
         channel = tmp_path / f"{label}.jsonl"
         config = {"mode": "run", "token": label, "channel": str(channel),
                   "submission": str(work / "x.py")}
-        subprocess.run([sys.executable, "-m", "pytest", "-c", str(ini),
-                        "--rootdir", str(work), "-p", "_kata_grading_plugin", "-p",
-                        "no:cacheprovider", "-p", "no:schemathesis", "-q", "test_x.py"],
-                       check=False, cwd=work, env=sandbox._child_env(lib, tmp_path),
+        args = contract.pytest_args(ini, work, ["test_x.py"], collect=False)
+        subprocess.run([sys.executable, "-m", "pytest", *args],
+                       check=False, cwd=work, env=processes.child_env(lib, tmp_path),
                        input=json.dumps(config).encode(), capture_output=True, timeout=60)
         records = [json.loads(line) for line in channel.read_text().splitlines() if line]
         outcome = [r for r in records if r.get("ev") == "result"]

@@ -199,10 +199,10 @@ def test_list_shows_the_last_grade_of_any_submitted_file(
 
 
 def _collected(name: str) -> list[Any]:
-    from grading import sandbox, signatures
+    from grading import collect, signatures
 
     exercise = catalog.find(name)
-    return list(sandbox.collect(exercise, costs=signatures.costs(exercise)))
+    return list(collect.collect(exercise, costs=signatures.costs(exercise)))
 
 
 def test_every_exercise_has_hints() -> None:

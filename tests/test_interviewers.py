@@ -22,7 +22,8 @@ def test_bundle_holds_exercises_and_no_answers(tmp_path: Path) -> None:
     done = run_grader(["bundle", "token_bucket", "--output", str(out)])
     assert done.code == 0, done.stderr
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    assert files == ["README.md", "conftest.py", "pyproject.toml", "token_bucket/README.md",
+    assert files == ["README.md", "conftest.py", "kata_contract.py", "pyproject.toml",
+                     "token_bucket/README.md",
                      "token_bucket/hints.md", "token_bucket/test_token_bucket.py",
                      "token_bucket/token_bucket.py"]
     text = "\n".join((out / f).read_text(encoding="utf-8") for f in files)
@@ -117,7 +118,7 @@ def test_a_stack_graded_in_parallel_gives_one_csv_row_each(tmp_path: Path) -> No
 
 
 def test_watch_reports_what_changed_between_runs() -> None:
-    from grading.report import changes
+    from grading.changes import since_last as changes
     from grading.results import Check, Grade, Result
 
     check = Check("hidden::test_x", "The x rule.", "hidden", "correctness", 2.0, 10.0)

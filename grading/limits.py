@@ -1,0 +1,65 @@
+"""How long and how much a grading may take: the limits, each check's limit from what it cost
+the reference, and the strikes that cut them for a submission that ignores them."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from grading.request import CHECK_LIMIT, WALL_LIMIT
+from grading.results import Check, Result
+
+GRACE = 1.0  # seconds past a check's own limit before the watchdog kills the child
+COLLECT_LIMIT = 60.0  # seconds allowed for importing the submission and collecting
+_FLOOR = 3.0  # the least time limit a check is given from its cost (see `bounded`)
+_COST_FACTOR = 30.0  # a check's limit, in times what it cost the reference
+# After this many checks of a grading were killed for running past their limits without
+# stopping (the submission ignores the timeout), the rest run to `AFTER_STRIKES` seconds each:
+# a check that does not call the hanging code passes in far less.
+_STRIKES, AFTER_STRIKES = 3, 0.5
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one graded run."""
+
+    wall: float = WALL_LIMIT  # seconds for the whole run, resumes included
+    memory: int = 4 << 30  # bytes of address space
+    file_size: int = 64 << 20  # bytes any one file (captured output included) may grow to
+    open_files: int = 512
+    timeout: float = CHECK_LIMIT  # default per-check limit; `@pytest.mark.timeout(s)` overrides
+    shards: int = 2  # children that share a grading's checks, running at once
+    from_costs: bool = True  # limits from what each check cost the reference (`bounded`)
+
+
+def bounded(checks: Iterable[Check], limits: Limits) -> list[Check]:
+    """`checks`, each with the time limit it runs under: with `limits.from_costs`, a check on
+    the default limit whose cost on the reference is stored gets `_COST_FACTOR` times that cost
+    (at least `_FLOOR` seconds, at most the default), so that a submission that hangs costs
+    seconds, not the default limit, in every check that calls the hanging code. The factor
+    leaves room for a correct answer slower than the reference on a loaded machine. A check
+    that sets its own limit (the measuring checks, whose wrong answers run to a budget) keeps
+    it: its verdict must not turn on the machine's load."""
+    if not limits.from_costs:
+        return list(checks)
+    return [replace(c, timeout=min(c.timeout, max(_FLOOR, _COST_FACTOR * c.cost)))
+            if c.costed and c.timeout == limits.timeout else c for c in checks]
+
+
+class Strikes:
+    """Checks of one grading killed for running past their limits without stopping."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self.count += 1
+
+    def cut(self, shard: list[Result]) -> None:
+        """Once the strikes are out, cut the limits of `shard`'s checks to `AFTER_STRIKES`."""
+        if self.count >= _STRIKES:
+            for r in shard:
+                r.check = replace(r.check, timeout=min(r.check.timeout, AFTER_STRIKES))
