@@ -5,11 +5,19 @@ from __future__ import annotations
 import enum
 import math
 import re
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
+import anyio
 import pytest
 from micro_batcher import MicroBatcher
-from micro_batcher_helpers import noop
+from micro_batcher_helpers import (
+    LONG,
+    anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
+    noop,
+    on_trio,
+)
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -22,6 +30,7 @@ pytestmark = pytest.mark.category("bad_input")
     ({"max_concurrent_batches": "2"}, TypeError), ({"max_wait": "0.1"}, TypeError),
     ({"max_wait": None}, TypeError), ({"max_wait": True}, TypeError),
     ({"max_wait": 10**400}, ValueError),
+    ({"max_wait": Fraction(1, 100)}, TypeError), ({"max_wait": Decimal("0.01")}, TypeError),
 ], ids=lambda v: v.__name__ if isinstance(v, type) else "-".join(f"{k}={v[k]!r}" for k in v))
 def test_bad_arguments_are_refused(kwargs: dict[str, object], error: type[Exception]) -> None:
     """A bad max_batch_size, max_wait or max_concurrent_batches raises an error naming it."""
@@ -85,3 +94,38 @@ def test_int_and_float_subclasses_are_accepted() -> None:
             f"MicroBatcher(process, max_batch_size=<IntEnum 4>, max_wait=<float subclass 0.01>, "
             f"max_concurrent_batches=<IntEnum 4>) raised {exc!r}: an IntEnum is an int and a "
             f"float subclass is a float (only bool is refused)") from exc
+
+
+async def _double(items: list[int]) -> list[int]:
+    return [2 * x for x in items]
+
+
+class _Doubler:
+    """A process that is an object with an async __call__, as a model wrapper often is."""
+
+    async def __call__(self, items: list[int]) -> list[int]:
+        return await _double(items)
+
+
+@pytest.mark.anyio
+async def test_any_callable_returning_an_awaitable_is_a_valid_process(
+        anyio_backend_name: str) -> None:
+    """A process may be any callable that returns an awaitable: a lambda, an object."""
+    kinds: dict[str, Any] = {
+        "a lambda returning a coroutine": lambda items: _double(items),  # noqa: PLW0108 (a plain function is the point)
+        "an object with an async __call__": _Doubler(),
+    }
+    for kind, process in kinds.items():
+        got: object = "no result (it hung)"
+        try:
+            batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=1,
+                                                           max_wait=LONG)
+            with anyio.move_on_after(3600 if on_trio() else 2):
+                async with batcher:
+                    got = await batcher.submit(21)
+        except Exception as exc:
+            raise AssertionError(f"with process = {kind}, MicroBatcher(...) and submit(21) "
+                                 f"raised {exc!r}: any callable that returns an awaitable is "
+                                 f"a valid process") from exc
+        assert got == 42, f"with process = {kind} doubling its items, submit(21) returned " \
+                          f"{got!r}, expected 42"
