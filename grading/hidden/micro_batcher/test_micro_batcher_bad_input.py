@@ -5,11 +5,19 @@ from __future__ import annotations
 import enum
 import math
 import re
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
+import anyio
 import pytest
 from micro_batcher import MicroBatcher
-from micro_batcher_helpers import noop
+from micro_batcher_helpers import (
+    LONG,
+    anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
+    noop,
+    on_trio,
+)
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -85,3 +93,52 @@ def test_int_and_float_subclasses_are_accepted() -> None:
             f"MicroBatcher(process, max_batch_size=<IntEnum 4>, max_wait=<float subclass 0.01>, "
             f"max_concurrent_batches=<IntEnum 4>) raised {exc!r}: an IntEnum is an int and a "
             f"float subclass is a float (only bool is refused)") from exc
+
+
+def test_a_max_wait_of_another_number_type_is_refused() -> None:
+    """A max_wait that is a number but no int or float (a Fraction, a Decimal) raises TypeError."""
+    for wait in (Fraction(1, 100), Decimal("0.01")):
+        raised: Exception | None = None
+        try:
+            MicroBatcher(noop, max_batch_size=4, max_wait=wait)  # type: ignore[arg-type]
+        except Exception as exc:  # any other outcome is reported below
+            raised = exc
+        assert isinstance(raised, TypeError) and re.search(r"\bmax_wait\b", str(raised)), \
+            f"MicroBatcher(process, max_batch_size=4, max_wait={wait!r}) " \
+            f"{'was accepted' if raised is None else f'raised {raised!r}'}, expected a " \
+            f"TypeError naming max_wait: it must be an int or a float (or a subclass of one)"
+
+
+async def _double(items: list[int]) -> list[int]:
+    return [2 * x for x in items]
+
+
+class _Doubler:
+    """A process that is an object with an async __call__, as a model wrapper often is."""
+
+    async def __call__(self, items: list[int]) -> list[int]:
+        return await _double(items)
+
+
+@pytest.mark.anyio
+async def test_any_callable_returning_an_awaitable_is_a_valid_process(
+        anyio_backend_name: str) -> None:
+    """A process may be any callable that returns an awaitable: a lambda, an object."""
+    kinds: dict[str, Any] = {
+        "a lambda returning a coroutine": lambda items: _double(items),  # noqa: PLW0108 (a plain function is the point)
+        "an object with an async __call__": _Doubler(),
+    }
+    for kind, process in kinds.items():
+        got: object = "no result (it hung)"
+        try:
+            batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=1,
+                                                           max_wait=LONG)
+            with anyio.move_on_after(3600 if on_trio() else 2):
+                async with batcher:
+                    got = await batcher.submit(21)
+        except Exception as exc:
+            raise AssertionError(f"with process = {kind}, MicroBatcher(...) and submit(21) "
+                                 f"raised {exc!r}: any callable that returns an awaitable is "
+                                 f"a valid process") from exc
+        assert got == 42, f"with process = {kind} doubling its items, submit(21) returned " \
+                          f"{got!r}, expected 42"

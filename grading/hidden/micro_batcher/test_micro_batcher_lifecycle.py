@@ -32,6 +32,21 @@ async def test_leaving_dispatches_pending_items_at_once() -> None:
     rig.returned(range(6))
 
 
+@trio_only
+@pytest.mark.points(2)
+async def test_leaving_sends_every_pending_batch_without_waiting_for_its_window() -> None:
+    """Leaving the block sends every pending batch as a slot frees, the last one included: none
+    waits out its window."""
+    rig = Rig(size=2, wait=100.0, duration=1.0)
+    left = await rig.run([(0.0, [0, 1, 2, 3, 4])], leave_early=True)
+    want = [(0.0, [0, 1]), (1.0, [2, 3]), (2.0, [4])]
+    assert rig.calls == want, f"dispatched {rig.calls}, expected {want}: max_batch_size=2, " \
+        f"max_wait=100, one slot, process takes 1 s, 0 to 4 arrive at 0 and the block is left " \
+        f"at once (after leaving, no pending batch waits for its window)"
+    assert left == [], f"callers {left} were left without a result when the batcher closed"
+    rig.returned(range(5))
+
+
 @pytest.mark.points(2)
 async def test_leaving_by_an_exception_still_delivers_every_result(
         anyio_backend_name: str) -> None:

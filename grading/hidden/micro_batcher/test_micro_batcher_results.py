@@ -8,12 +8,14 @@ from collections.abc import Iterator, Sequence
 
 import anyio
 import pytest
-from micro_batcher import BatchError
+from micro_batcher import BatchError, MicroBatcher
 from micro_batcher_helpers import (
     LONG,
     Results,
     Rig,
     anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
+    on_trio,
+    quiesce,
     raising,
 )
 
@@ -147,6 +149,46 @@ async def test_batch_error_names_both_counts(anyio_backend_name: str) -> None:
     message = str(rig.outcomes[0][1])
     assert re.search(r"\b7\b", message) and re.search(r"\b4\b", message), \
         f"message {message!r} should name 7 (expected) and 4 (received)"
+
+
+async def test_batch_error_labels_the_expected_count_right(anyio_backend_name: str) -> None:
+    """A BatchError message that labels a number "expected" gives the batch size there."""
+    rig = Rig(size=7, wait=LONG, results=lambda items: [0] * 4)
+    await rig.run([(0.0, list(range(7)))], leave_early=True)
+    message = str(rig.outcomes[0][1])
+    labelled = re.findall(r"\bexpected\s*[:=]?\s*(\d+)\b(?!\s*results?\s+per\b)", message,
+                          re.IGNORECASE)
+    assert all(number == "7" for number in labelled), \
+        f"process returned 4 results for a batch of 7: the message {message!r} says " \
+        f"expected {', '.join(labelled)}, but 7 results were expected and 4 received"
+
+
+@pytest.mark.points(2)
+async def test_equal_items_in_one_batch_get_the_results_at_their_own_positions(
+        anyio_backend_name: str) -> None:
+    """Callers of equal items in one batch each get the result at their own position."""
+    got: dict[int, tuple[str, object]] = {}
+
+    async def process(items: list[int]) -> list[str]:
+        return [f"{position}:{item}" for position, item in enumerate(items)]
+
+    async def call(caller: int, item: int) -> None:
+        try:
+            got[caller] = ("returned", await batcher.submit(item))
+        except Exception as exc:
+            got[caller] = ("raised", exc)
+
+    batcher: MicroBatcher[int, str] = MicroBatcher(process, max_batch_size=4, max_wait=LONG)
+    with anyio.move_on_after(3600 if on_trio() else 2) as guard:
+        async with anyio.create_task_group() as tg, batcher:
+            for caller, item in enumerate([7, 3, 7, 7]):
+                tg.start_soon(call, caller, item)
+                await quiesce()
+    assert not guard.cancelled_caught, "the batcher never closed: a deadlock?"
+    want = ["0:7", "1:3", "2:7", "3:7"]
+    seen = [got[c][1] if got.get(c, ("",))[0] == "returned" else got.get(c) for c in range(4)]
+    assert seen == want, f"callers of 7, 3, 7, 7 got {seen} from process's {want} (one batch): " \
+                         f"the i-th caller gets the i-th result, also for equal items"
 
 
 async def test_results_may_come_back_as_a_tuple(anyio_backend_name: str) -> None:

@@ -113,6 +113,23 @@ async def test_degenerate_limits_send_every_item_at_once(size: int, wait: float)
     rig.returned([0, 1])
 
 
+@pytest.mark.category("edge_cases")
+async def test_with_max_wait_0_items_gathered_while_the_slot_is_busy_go_together(
+        anyio_backend_name: str) -> None:
+    """With max_wait=0, the items that gathered while every slot was busy go as one batch."""
+    rig = Rig(size=4, wait=0)
+    rig.gate = anyio.Event()
+    async with rig.open() as tg:
+        await rig.submit(tg, 0)  # dispatched at once, held at the gate
+        await rig.submit(tg, 1, 2, 3)  # pending while the slot is busy
+        rig.gate.set()
+        await rig.wait_for(range(4))
+    assert rig.batches() == [[0], [1, 2, 3]], f"max_batch_size=4, max_wait=0, one slot: 0 " \
+        f"went alone and 1, 2, 3 arrived while it ran: dispatched {rig.batches()}, expected " \
+        f"[[0], [1, 2, 3]] (max_wait=0 sends whatever is pending in one batch)"
+    rig.returned(range(4))
+
+
 @settings(max_examples=40)
 @given(gaps=st.lists(st.tuples(st.integers(0, 6), st.integers(1, 4)), min_size=1, max_size=12),
        size=st.integers(1, 5), eighths=st.integers(0, 7), leave_early=st.booleans())
