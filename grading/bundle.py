@@ -7,11 +7,9 @@ exercises import. Never solutions, hidden tests, mutants or the grader.
 
 from __future__ import annotations
 
-import ast
 import re
 import shutil
 import tempfile
-import tomllib
 import zipfile
 from pathlib import Path
 
@@ -26,17 +24,9 @@ class BundleError(Exception):
 
 def _requirements(exercises: list[catalog.Exercise]) -> list[str]:
     """Our dependency specifiers for what the stubs and visible tests import."""
-    project = tomllib.loads((catalog.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    pinned = {re.split(r"[<>=!~ ]", spec, maxsplit=1)[0]: spec
-              for spec in project["project"]["dependencies"]}
-    wanted = set(_ALWAYS)
-    for exercise in exercises:
-        for path in (exercise.stub, exercise.visible_tests):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Import):
-                    wanted.update(alias.name.split(".")[0] for alias in node.names)
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    wanted.add(node.module.split(".")[0])
+    pinned = catalog.dependencies()
+    wanted = set(_ALWAYS) | catalog.imports_of(
+        path for exercise in exercises for path in (exercise.stub, exercise.visible_tests))
     return sorted(pinned[name] for name in wanted if name in pinned)
 
 
@@ -168,12 +158,10 @@ _GRADER_NEEDS = {"pytest", "hypothesis", "pytest-timeout", "psutil", "mypy"}
 def _not_needed(exercise: catalog.Exercise) -> str:
     """`--no-install-package` flags for the project's dependencies neither the grader nor this
     exercise's files import (job_api's web stack, for interval_union)."""
-    from grading import forkserver
+    from grading import preload
 
-    project = tomllib.loads((catalog.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    names = {re.split(r"[<>=!~ \[]", spec, maxsplit=1)[0]
-             for spec in project["project"]["dependencies"]}
-    wanted = _GRADER_NEEDS | forkserver.libraries_of([exercise])
+    names = set(catalog.dependencies())
+    wanted = _GRADER_NEEDS | preload.libraries_of([exercise])
     return " ".join(f"--no-install-package {name}" for name in sorted(names - wanted))
 
 

@@ -7,8 +7,11 @@ module), its reference `solutions/NAME.py`, its mutants `tests/mutants/NAME/BUG.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
+import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -142,3 +145,27 @@ def find(name: str) -> Exercise:
     if name in names:
         return Exercise(name)
     raise UnknownExercise(name, difflib.get_close_matches(name, names, n=3, cutoff=0.5))
+
+
+def dependencies() -> dict[str, str]:
+    """The project's dependencies (pyproject.toml), each distribution name to its specifier."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return {re.split(r"[<>=!~ \[]", spec, maxsplit=1)[0]: spec
+            for spec in project["project"]["dependencies"]}
+
+
+def imports_of(paths: Iterable[Path]) -> set[str]:
+    """The top-level names of the absolute imports in the Python files `paths` (a file that
+    cannot be read or parsed adds nothing)."""
+    names: set[str] = set()
+    for path in paths:
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return names

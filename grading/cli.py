@@ -242,10 +242,10 @@ def _missing(args: argparse.Namespace) -> list[str]:
     needed = list(_REQUIRED)
     names = {e.name for e in catalog.exercises()}
     if args.verb == "grade" and (args.target == "all" or args.target in names):
-        from grading import forkserver
+        from grading import preload
 
         chosen = catalog.exercises() if args.target == "all" else [catalog.Exercise(args.target)]
-        needed += sorted(forkserver.libraries_of(chosen))
+        needed += sorted(preload.libraries_of(chosen))
     return [n for n in needed if importlib.util.find_spec(n) is None]
 
 

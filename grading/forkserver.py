@@ -14,11 +14,8 @@ Set GRADER_NO_FORK_SERVER=1 to exec every child (slower, same results).
 
 from __future__ import annotations
 
-import ast
 import atexit
 import contextlib
-import importlib.metadata
-import importlib.util
 import json
 import os
 import queue
@@ -29,13 +26,12 @@ import socket
 import subprocess
 import sys
 import threading
-import unicodedata
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from grading import _boot, catalog, hostos, isolation
+from grading import catalog, hostos, isolation, preload
 
 try:
     import fcntl
@@ -43,8 +39,6 @@ except ImportError:  # pragma: no cover - Windows, which has no fork server eith
     fcntl = None  # type: ignore[assignment]
 
 _BOOT = Path(__file__).with_name("_boot.py")
-_TABLES = catalog.ROOT / ".grader" / "unicode"
-_BYTECODE_LOCK = catalog.ROOT / ".grader" / "bytecode.lock"
 _START_LIMIT = 60.0  # seconds for the server's imports
 _FORK_LIMIT = 5.0  # seconds for a fork to report its pid (it takes milliseconds; a stopped
 # server never does, and the run then falls back to exec)
@@ -146,7 +140,7 @@ class _Server:
         # Where an isolated server can read them and no child can write (the folder of runs'
         # `lib`, read-only in the sandbox): the server must not run or read what a child wrote.
         boot = boot_script()
-        tables = _unicode_tables(runs / isolation.LIB, env)
+        tables = preload.unicode_tables(runs / isolation.LIB, env)
         wanted = "*" if libraries is None else ",".join(sorted(libraries))
         argv = isolation.wrap([sys.executable, "-P", str(boot), "--serve",
                                str(theirs.fileno()), tables, wanted])
@@ -212,36 +206,6 @@ def boot_script() -> Path:
     return boot
 
 
-def _unicode_tables(lib: Path, env: dict[str, str]) -> str:
-    """A fresh copy in `lib` of hypothesis's Unicode tables, for the server to load (see
-    `_boot.unicode_tables`); "" if they cannot be had, and the children build them as before.
-
-    They are built once per hypothesis and Unicode version into `.grader/unicode/`, by a process
-    that runs no submission, so what the server loads was written by nothing a submission ran.
-    """
-    try:
-        key = (f"hypothesis-{importlib.metadata.version('hypothesis')}"
-               f"-unicode-{unicodedata.unidata_version}")
-        trusted = _TABLES / key
-        if not (trusted / ".complete").exists():
-            scratch = _TABLES / f"{key}.{os.getpid()}"
-            shutil.rmtree(scratch, ignore_errors=True)
-            subprocess.run([sys.executable, "-P", str(_BOOT), "--warm", str(scratch)], env=env,
-                           check=True, timeout=_START_LIMIT, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            (scratch / ".complete").touch()
-            try:
-                scratch.rename(trusted)
-            except OSError:  # another grader built them first
-                shutil.rmtree(scratch, ignore_errors=True)
-        copy = lib / "unicode"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(trusted, copy)
-    except (OSError, subprocess.SubprocessError, importlib.metadata.PackageNotFoundError):
-        return ""
-    return str(copy)
-
-
 class _Servers:
     """The grader's one fork server: started on first use, started again if it died."""
 
@@ -296,102 +260,10 @@ def kill_servers() -> None:
     _SERVERS.kill()
 
 
-class _Bytecode:
-    """Bytecode for what every child imports, written once by a process outside the sandbox.
-
-    Under bubblewrap the Python environment is read-only to the children (and to the server), so
-    in an environment nobody has compiled (uv does not compile on install) each server, and each
-    child started without one, compiles pytest, hypothesis, fastapi and schemathesis from source
-    again: about a second a run, on every run. Here a process that runs no submission imports
-    them once, which writes their bytecode beside them; when it is there, nothing runs.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._checked = False
-
-    def ensure(self) -> None:
-        with self._lock:
-            if self._checked or isolation.mode() != "bwrap":
-                return
-            self._checked = True
-            if not _uncompiled(_boot.preloads()):
-                return
-            with contextlib.ExitStack() as held:
-                with contextlib.suppress(OSError):  # graders starting together compile once
-                    _BYTECODE_LOCK.parent.mkdir(parents=True, exist_ok=True)
-                    lock = held.enter_context(_BYTECODE_LOCK.open("a"))
-                    if fcntl is not None:
-                        fcntl.flock(lock, fcntl.LOCK_EX)
-                    if not _uncompiled(_boot.preloads()):
-                        return
-                # -I: neither the working directory nor PYTHON* variables (the caller's
-                # PYTHONDONTWRITEBYTECODE among them) have a say in what it imports or writes.
-                with contextlib.suppress(OSError, subprocess.SubprocessError):
-                    subprocess.run([sys.executable, "-I", str(_BOOT), "--compile"],
-                                   cwd=catalog.ROOT,
-                                   check=False, timeout=_START_LIMIT, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def expect(exercises: Iterable[catalog.Exercise]) -> None:
     """Declare what this process will grade: a fork server started from now on loads only the
     libraries those exercises' files import (by default it loads every exercise's)."""
-    _SERVERS.libraries = libraries_of(exercises)
-
-
-def libraries_of(exercises: Iterable[catalog.Exercise]) -> frozenset[str]:
-    """Which of `_boot.LIBRARIES` the exercises' stubs and tests import."""
-    found: set[str] = set()
-    for exercise in exercises:
-        for path in (exercise.stub, exercise.visible_tests, *exercise.hidden_files):
-            with contextlib.suppress(OSError, SyntaxError, ValueError):
-                found.update(_top_level_imports(path.read_bytes()))
-    return frozenset(found & _boot.LIBRARIES.keys())
-
-
-def _top_level_imports(source: bytes) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def _uncompiled(names: tuple[str, ...]) -> list[str]:
-    """The modules among `names` whose source has no bytecode beside it, in a folder this
-    process may write to (found without importing anything)."""
-    missing = []
-    for name in names:
-        top, *rest = name.split(".")
-        try:
-            spec = importlib.util.find_spec(top)
-        except (ImportError, ValueError):
-            continue
-        if spec is None or not spec.has_location or not spec.origin:
-            continue
-        source = Path(spec.origin)
-        if rest:
-            inner = source.parent.joinpath(*rest)
-            source = inner / "__init__.py" if inner.is_dir() else inner.with_suffix(".py")
-        if source.suffix != ".py" or not source.is_file():
-            continue
-        if not Path(importlib.util.cache_from_source(str(source))).is_file() \
-                and os.access(source.parent, os.W_OK):
-            missing.append(name)
-    return missing
-
-
-_BYTECODE = _Bytecode()
-
-
-def compile_preloads() -> None:
-    """Bytecode on disk for what every child imports (see `_Bytecode`): at most once a process,
-    and only under bubblewrap. `spawn` sees to it; a caller about to start many graders at once
-    can call it first, so that they do not all start by waiting for it."""
-    _BYTECODE.ensure()
+    _SERVERS.libraries = preload.libraries_of(exercises)
 
 
 def spawn(request: dict[str, Any], server_env: dict[str, str], stdin_fd: int,
@@ -403,7 +275,7 @@ def spawn(request: dict[str, Any], server_env: dict[str, str], stdin_fd: int,
     that is the same for every child (read when the server starts; PYTHONHASHSEED, for one, is
     fixed at start-up).
     """
-    compile_preloads()
+    preload.compile_preloads()
     if not hostos.has_fork_server():
         return None
     server = _SERVERS.get(server_env)

@@ -42,10 +42,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"needs Linux: {marker.args[0]}"))
     if config.option.collectonly:
         return  # listing the tests starts no grading, type check or attack
-    from grading import forkserver
+    from grading import preload
 
     # In a fresh environment, compiled once here, before the graders the suite starts at once.
-    forkserver.compile_preloads()
+    preload.compile_preloads()
     modules = {item.module for item in items if isinstance(item, pytest.Function)}
     waiting: set[object] = set()
     for module in modules:

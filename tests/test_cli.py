@@ -28,6 +28,7 @@ from grading import (
     contract,
     forkserver,
     isolation,
+    preload,
     processes,
     sandbox,
     signatures,
@@ -206,11 +207,11 @@ def test_children_started_without_the_fork_server_grade_the_same() -> None:
 
 def test_a_fork_server_loads_only_the_libraries_its_exercises_import() -> None:
     by_name = {e.name: e for e in EXERCISES}
-    assert forkserver.libraries_of([by_name["token_bucket"]]) == frozenset()
-    assert forkserver.libraries_of([by_name["micro_batcher"]]) == {"anyio", "trio"}
-    web = forkserver.libraries_of([by_name["job_api"]])
+    assert preload.libraries_of([by_name["token_bucket"]]) == frozenset()
+    assert preload.libraries_of([by_name["micro_batcher"]]) == {"anyio", "trio"}
+    web = preload.libraries_of([by_name["job_api"]])
     assert {"fastapi", "httpx", "schemathesis", "uvicorn"} <= web
-    assert forkserver.libraries_of(EXERCISES) >= web | {"trio"}
+    assert preload.libraries_of(EXERCISES) >= web | {"trio"}
     assert "schemathesis" not in _boot.preloads(frozenset({"anyio"}))
     assert "schemathesis.specs.openapi.schemas" in _boot.preloads(web)
 
@@ -236,8 +237,8 @@ def test_a_fork_server_outlives_the_thread_that_started_it() -> None:
 @pytest.mark.skipif(isolation.mode() != "bwrap",
                     reason="only under bubblewrap can children not write their own bytecode")
 def test_what_every_child_imports_is_compiled_outside_the_sandbox() -> None:
-    forkserver.compile_preloads()
-    missing = forkserver._uncompiled(_boot.preloads())
+    preload.compile_preloads()
+    missing = preload._uncompiled(_boot.preloads())
     assert not missing, f"no bytecode for {missing}: every run compiles them from source"
 
 
