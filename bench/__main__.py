@@ -11,9 +11,10 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TextIO
 
 from bench.core import ROOT, Context, Row
+from grading.inputs import Parser, UsageError
 
 EXAMPLES = """\
 examples:
@@ -32,17 +33,8 @@ NAMES = ("xid_log_parser", "interval_union", "billing", "versioned_kv", "token_b
 PLOT = ROOT / "bench" / "out" / "bench.png"
 
 
-class UsageError(Exception):
-    """Bad usage: one line on stderr, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="python -m bench",
         description="Benchmark each exercise's reference solution, and the grader, against a "
                     "baseline measured in the same run; print each figure beside its target.",

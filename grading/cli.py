@@ -17,10 +17,10 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TextIO
 
 from grading import catalog, isolation
-from grading.inputs import UsageError
+from grading.inputs import Parser, UsageError
 from grading.request import CHECK_LIMIT, FORMATS, WALL_LIMIT, GradeRequest
 from grading.results import FEEDBACK
 
@@ -54,17 +54,12 @@ exit status: 0 every check passed, 1 some check failed, 2 bad usage
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see --help)")
-
-
 VERBS = ("grade", "list", "hint", "bundle")
 _HELP = ("-h", "--help")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="grader.py",
         description="Grade a kata: run its visible and hidden checks against a submission "
                     "in a sandboxed child process and print the score. `grade` is the verb "
@@ -73,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=Parser)
     _grade_parser(verbs.add_parser(
         "grade", help="grade submissions of an exercise (the default verb)",
         description="Grade submissions of an exercise ('all': every exercise).",

@@ -6,12 +6,14 @@ imports the other at the top. Standard library only.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import difflib
 import fnmatch
 import glob
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from grading import catalog
 from grading.request import GradeRequest
@@ -22,6 +24,14 @@ _SHOWN = 4  # the most candidates an ambiguous --check prefix names
 
 class UsageError(Exception):
     """Bad usage: reported as one line on stderr, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are a `UsageError` (one line, exit 2), not argparse's
+    usage block and exit: the grader's, the mutation runner's and the bench's command lines."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see --help)")
 
 
 def submissions(exercise: catalog.Exercise, request: GradeRequest) -> list[Path]:

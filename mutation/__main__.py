@@ -27,9 +27,10 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from grading import catalog
+from grading.inputs import Parser, UsageError
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "equivalent.toml"
@@ -79,10 +80,6 @@ pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-q", 
 markers = ["points(n): points", "category(name): category"]
 timeout = 15  # seconds: a check takes at most a few; a mutant that hangs one is killed
 '''
-
-
-class UsageError(Exception):
-    """Bad usage: one line on stderr, exit status 2."""
 
 
 @dataclass
@@ -285,13 +282,8 @@ def _survivor_stub(outcome: Outcome) -> str:
 
 # ---- command line -------------------------------------------------------------------------------
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="python -m mutation",
         description="Mutation-test each reference against its checks with mutmut; write "
                     "mutation/report.md.",
