@@ -42,7 +42,7 @@ def libraries_of(exercises: Iterable[catalog.Exercise]) -> frozenset[str]:
     return frozenset(found & _boot.LIBRARIES.keys())
 
 
-def _uncompiled(names: tuple[str, ...]) -> list[str]:
+def uncompiled(names: tuple[str, ...]) -> list[str]:
     """The modules among `names` whose source has no bytecode beside it, in a folder this
     process may write to (found without importing anything)."""
     missing = []
@@ -115,7 +115,7 @@ class _Bytecode:
             if self._checked or isolation.mode() != "bwrap":
                 return
             self._checked = True
-            if not _uncompiled(_boot.preloads()):
+            if not uncompiled(_boot.preloads()):
                 return
             with contextlib.ExitStack() as held:
                 with contextlib.suppress(OSError):  # graders starting together compile once
@@ -123,7 +123,7 @@ class _Bytecode:
                     lock = held.enter_context(_BYTECODE_LOCK.open("a"))
                     if fcntl is not None:
                         fcntl.flock(lock, fcntl.LOCK_EX)
-                    if not _uncompiled(_boot.preloads()):
+                    if not uncompiled(_boot.preloads()):
                         return
                 # -I: neither the working directory nor PYTHON* variables (the caller's
                 # PYTHONDONTWRITEBYTECODE among them) have a say in what it imports or writes.

@@ -1,9 +1,9 @@
 """Grade one submission: deal its checks out to children, run them at once, and resume.
 
-A grading deals its checks out to `Limits.shards` children that run at once (`_deal`), by what
+A grading deals its checks out to `Limits.shards` children that run at once (`deal`), by what
 each check cost the reference (stored with the exercise's signatures), so that they finish
 together; a child costs a few tenths of a second to start, so a grading is split only when it
-has `_SHARD_MIN` checks for each child (one check, or a mutant's few, run in one child). The
+has `SHARD_MIN` checks for each child (one check, or a mutant's few, run in one child). The
 split depends on the check list alone (stored costs included), never on the machine or on this
 run's timing, so a submission that leaks state from one check into another scores the same
 everywhere. A check that never reports (its child crashed, hung or exited) is failed with the
@@ -28,7 +28,7 @@ from grading.child import Run, fail, library, run_child
 from grading.limits import Limits, Strikes, bounded
 from grading.results import Check, Result
 
-_SHARD_MIN = 8  # the fewest checks a child is dealt when a grading is split
+SHARD_MIN = 8  # the fewest checks a child is dealt when a grading is split
 
 
 def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
@@ -56,7 +56,7 @@ def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
             if time.monotonic() >= run.deadline:
                 fail(pending, "timeout", f"the run exceeded its wall limit of {limits.wall:g} s")
                 break
-            shards = _deal(pending, max(1, min(limits.shards, len(pending) // _SHARD_MIN)))
+            shards = deal(pending, max(1, min(limits.shards, len(pending) // SHARD_MIN)))
             runs = [partial(run_child, run, attempt + i, _config(run, shard),
                             {r.check.id: r for r in shard})
                     for i, shard in enumerate(shards)]
@@ -77,7 +77,7 @@ def _config(run: Run, shard: list[Result]) -> contract.Config:
             "limits": {r.check.id: r.check.timeout for r in shard}}
 
 
-def _deal(pending: list[Result], count: int) -> list[list[Result]]:
+def deal(pending: list[Result], count: int) -> list[list[Result]]:
     """`pending` dealt out to `count` shards: costliest check first, each to the shard whose
     costs add up least so far (ties: the first such shard), so the shards' costs differ by at
     most one check's; each shard keeps the collection order. The stored costs and the order are

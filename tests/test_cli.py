@@ -143,7 +143,9 @@ def test_the_wall_limit_ends_a_run_of_hanging_checks(tmp_path: Path) -> None:
     started = time.monotonic()
     code, grade = _grade_json("--submission", str(sub), "--wall-limit", "4", "--timeout", "30",
                               *_CHECKS)
-    assert time.monotonic() - started < 4 + 15, "the run outlived its wall limit"
+    # Without the wall limit the three checks would run 3 x 30 s; the grader's own start-up
+    # (collection, a fork server) takes seconds more on a loaded machine.
+    assert time.monotonic() - started < 45, "the run outlived its wall limit"
     assert code == 1 and grade["score"] == 0
     assert set(_statuses(grade).values()) == {"timeout"}
 
@@ -238,7 +240,7 @@ def test_a_fork_server_outlives_the_thread_that_started_it() -> None:
                     reason="only under bubblewrap can children not write their own bytecode")
 def test_what_every_child_imports_is_compiled_outside_the_sandbox() -> None:
     preload.compile_preloads()
-    missing = preload._uncompiled(_boot.preloads())
+    missing = preload.uncompiled(_boot.preloads())
     assert not missing, f"no bytecode for {missing}: every run compiles them from source"
 
 
@@ -248,7 +250,7 @@ def test_what_every_child_imports_is_compiled_outside_the_sandbox() -> None:
 def test_a_grading_is_split_the_same_way_whatever_the_machine() -> None:
     checks = list(checks_of("job_api"))
     pending = [Result(c) for c in checks]
-    shards = sandbox._deal(pending, 2)
+    shards = sandbox.deal(pending, 2)
     ids = [[r.check.id for r in shard] for shard in shards]
     assert sorted(i for shard in ids for i in shard) == sorted(c.id for c in checks)
     order = {c.id: n for n, c in enumerate(checks)}
@@ -256,11 +258,11 @@ def test_a_grading_is_split_the_same_way_whatever_the_machine() -> None:
         "a shard should run its checks in collection order"
     loads = [sum(r.check.cost for r in shard) for shard in shards]
     assert max(loads) - min(loads) <= max(c.cost for c in checks), loads
-    again = [[r.check.id for r in shard] for shard in sandbox._deal([Result(c) for c in checks], 2)]
+    again = [[r.check.id for r in shard] for shard in sandbox.deal([Result(c) for c in checks], 2)]
     assert again == ids
     few = [Result(Check(f"hidden::test_{n}", f"test_{n}", "hidden", "rules", 1, 10.0))
            for n in range(3)]
-    assert [len(s) for s in sandbox._deal(few, 1)] == [3]
+    assert [len(s) for s in sandbox.deal(few, 1)] == [3]
 
 
 def test_checks_are_dealt_by_what_they_cost_the_reference() -> None:
@@ -272,7 +274,7 @@ def test_checks_are_dealt_by_what_they_cost_the_reference() -> None:
              "hidden::test_3": 0.5, "hidden::test_4": 1.0}
     weighed = collect.with_costs(ours, costs)
     assert [c.cost for c in weighed] == [3.0, 2.0, 0.5, 0.5, 1.0, 1.0]
-    dealt = sandbox._deal([Result(c) for c in weighed], 2)
+    dealt = sandbox.deal([Result(c) for c in weighed], 2)
     assert [[r.check.id[-6:] for r in shard] for shard in dealt] == [
         ["test_0", "test_5"], ["test_1", "test_2", "test_3", "test_4"]]  # 4.0 and 4.0
     assert [c.cost for c in collect.with_costs(ours, {})] == [10.0] * 6  # nothing stored
@@ -290,7 +292,7 @@ def test_ctrl_c_ends_the_grading_and_every_child_it_started(tmp_path: Path) -> N
     Ctrl-C part-way: the grader says so, exits 130 at once and leaves no process behind."""
     sub = _submission(tmp_path, "        amount = _request(tokens, self._capacity)\n",
                       "        while True:\n            time.sleep(0.05)\n")
-    assert len(checks_of("token_bucket")) >= 2 * sandbox._SHARD_MIN
+    assert len(checks_of("token_bucket")) >= 2 * sandbox.SHARD_MIN
     key, value = "KATA_CTRL_C_TEST", str(os.getpid())
     mark = f"{key}={value}"
     proc = subprocess.Popen([sys.executable, str(ROOT / "grader.py"), "token_bucket",
