@@ -43,6 +43,42 @@ def test_every_nan_is_a_bad_bound(name: str) -> None:
                 pytest.fail(f"{exc} (the NaN made by {shown})")
 
 
+_MERGE_FIRST = ["merge", "busy_time", "coverage", "all_busy"]
+
+
+class _Float(float):
+    """A float subclass, as NumPy's float64 is one."""
+
+
+def test_a_nan_or_inf_of_a_float_subclass_is_a_bad_bound() -> None:
+    """A NaN or infinite bound of a float subclass (NumPy's float64 is one) raises ValueError,
+    or TypeError for refusing the type, in every function: it is never accepted."""
+    nan, inf = _Float("nan"), _Float("inf")
+    for name in _MERGE_FIRST:  # a candidate's sweep may loop forever on a NaN
+        for bad_interval in [(nan, 3.75), (3.75, nan), (0.0, inf), (-inf, 3.75), (inf, inf),
+                             (nan, nan), (0, inf)]:
+            try:
+                expect((ValueError, TypeError), name, bad_interval)
+            except pytest.fail.Exception as exc:  # repr shows a subclass as a plain float
+                pytest.fail(f"{exc} (its bounds are of a float subclass)")
+
+
+def test_a_reversed_interval_of_an_int_and_a_float_raises() -> None:
+    """An interval whose int start is above its float end raises ValueError in every function:
+    the bounds are compared exactly, as Python compares them, not through a rounded difference."""
+    for name in _MERGE_FIRST:
+        for bad_interval in [(2**53 + 1, float(2**53)), (2**63 + 1, float(2**63)),
+                             (2**1024, 1e308), (10**400, 1.0)]:
+            try:
+                expect(ValueError, name, bad_interval)
+            except pytest.fail.Exception as exc:
+                pytest.fail(str(exc)[:400] + (" ..." if len(str(exc)) > 400 else ""))
+            except ArithmeticError as err:  # OverflowError: an int beyond the float range
+                item = f"({str(bad_interval[0])[:20]}..., {bad_interval[1]!r})"
+                pytest.fail(f"{name} with the reversed interval {item} raised {err!r}, "
+                            "expected ValueError")
+
+
 def test_a_bad_interval_message_shows_its_bounds_as_they_are() -> None:
     """The message of a bad interval shows its bounds exactly (epoch seconds, ints beyond
     float range): not rounded, not converted (merge and busy_time)."""
@@ -84,6 +120,15 @@ def test_at_least_that_is_not_an_int_raises_type_error() -> None:
     except TypeError:
         return
     assert got == [(0, 9)], f"coverage({busy}, True) returned {got}: expected TypeError or [(0, 9)]"
+
+
+def test_at_least_that_is_not_an_int_raises_type_error_above_the_gpu_count() -> None:
+    """coverage with an at_least that is not an int raises TypeError even when it is above
+    the GPU count, or there are no GPUs (the answer [] is no excuse)."""
+    cases: list[tuple[Busy, Any]] = [({"a": [(0, 1)]}, 2.0), ({"a": [(0, 1)]}, 7.5),
+                                     ({"a": [], "b": [(0, 4)]}, 3.0), ({}, 1.0), ({}, 2.5)]
+    for busy, at_least in cases:
+        raises(TypeError, partial(coverage, busy, at_least), f"coverage({busy}, {at_least!r})")
 
 
 def test_bad_input_raises_even_when_the_answer_is_empty() -> None:

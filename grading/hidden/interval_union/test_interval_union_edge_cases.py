@@ -6,6 +6,7 @@ import copy
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import pytest
@@ -75,6 +76,73 @@ def test_inputs_are_not_modified() -> None:
     all_busy(busy)
     assert intervals == before, f"the input list became {intervals}, was {before}"
     assert busy == busy_before, f"the input mapping became {busy}, was {busy_before}"
+
+
+def test_results_are_new_lists_never_the_callers_own() -> None:
+    """Results are new lists, even when the input is already a union: changing a result leaves
+    the input as it was."""
+    calls: dict[str, Callable[[list[Interval]], list[Interval]]] = {
+        "merge": merge,
+        "coverage": lambda ivs: coverage({"a": ivs}, 1),
+        "all_busy": lambda ivs: all_busy({"a": ivs}),
+    }
+    for name, call in calls.items():
+        for union in ([(0, 1), (2, 3)], [(0.5, 4.0)]):
+            given, before = list(union), list(union)
+            got = call(given)
+            assert got is not given, f"{name} on {before} returned the caller's own list"
+            got.append((9, 10))
+            assert given == before, (
+                f"appending to the result of {name} on {before} changed the input to {given}"
+            )
+
+
+@pytest.mark.points(2)
+def test_each_call_answers_only_its_own_input() -> None:
+    """Nothing is kept between calls: a call that raised leaves nothing behind, and a mapping
+    changed between calls is read afresh (and validated again)."""
+    reversed_, not_a_pair = (2, 1), (7, "x")
+    failing: list[tuple[str, Callable[[], object]]] = []
+    for bad in (reversed_, not_a_pair):
+        mixed: list[Any] = [(0, 5), (6, 8), bad]
+        failing += [
+            (f"merge({mixed})", partial(merge, mixed)),
+            (f"busy_time({mixed})", partial(busy_time, mixed)),
+            (f"coverage({{'a': [(0, 5)], 'b': {mixed}}}, 1)",
+             partial(coverage, {"a": [(0, 5)], "b": mixed}, 1)),
+            (f"all_busy({{'a': [(0, 5)], 'b': {mixed}}})",
+             partial(all_busy, {"a": [(0, 5)], "b": mixed})),
+        ]
+    for shown, call in failing:
+        try:
+            call()
+        except (TypeError, ValueError):
+            pass
+        else:
+            pytest.fail(f"{shown} raised nothing, expected TypeError or ValueError")
+        for good, got, want in [
+            ("merge([(10, 11)])", merge([(10, 11)]), [(10, 11)]),
+            ("busy_time([(10, 11)])", busy_time([(10, 11)]), 1),
+            ("coverage({'c': [(10, 11)]}, 1)", coverage({"c": [(10, 11)]}, 1), [(10, 11)]),
+            ("all_busy({'c': [(10, 11)]})", all_busy({"c": [(10, 11)]}), [(10, 11)]),
+        ]:
+            assert got == want, f"after {shown} raised, {good} returned {got}, expected {want}"
+    busy: Busy = {"a": [(0, 1)], "b": [(0, 4)]}
+    for k in (1, 2):
+        coverage(busy, k)
+    busy["a"].append((3, 6))
+    got = coverage(busy, 2)
+    assert got == [(0, 1), (3, 4)], (
+        f"coverage(busy, 2) after adding (3, 6) to GPU 'a' returned {got}, expected "
+        "[(0, 1), (3, 4)]: each call reads the mapping as it is now"
+    )
+    busy["b"].append((9, 8))
+    try:
+        got = coverage(busy, 2)
+    except ValueError:
+        return
+    pytest.fail(f"coverage(busy, 2) after adding (9, 8) to GPU 'b' returned {got}, expected "
+                "ValueError: each call validates the mapping as it is now")
 
 
 def _refused_or_by_value(call: Callable[[], object], want: object, shown: str) -> None:

@@ -91,6 +91,27 @@ def test_int_bounds_stay_exact_at_any_magnitude(busy: Busy, factor: int, offset:
         )
 
 
+_B = 2**53  # from here on, not every int is a float: float(2**53 + 1) == 2**53
+
+
+def test_int_and_float_bounds_together_are_compared_exactly() -> None:
+    """Int and float bounds in one input are compared exactly, as Python compares them: a gap
+    of 1 past 2**53 between a float end and an int start stays a gap, touching still joins."""
+    cases: list[tuple[list[Interval], list[Interval]]] = [
+        ([(0, float(_B)), (_B + 1, _B + 2)], [(0, float(_B)), (_B + 1, _B + 2)]),
+        ([(_B + 1, _B + 2), (0, float(_B))], [(0, float(_B)), (_B + 1, _B + 2)]),
+        ([(0, float(2**60)), (2**60 + 1, 2**61)], [(0, float(2**60)), (2**60 + 1, 2**61)]),
+        ([(0, float(_B)), (_B, _B + 2)], [(0, _B + 2)]),
+        ([(_B + 1, _B + 3), (float(_B), _B + 1)], [(float(_B), _B + 3)]),
+    ]
+    for intervals, want in cases:
+        got = merge(intervals)
+        assert got == want, f"merge({intervals}) returned {got}, expected {want}"
+        for busy in ({"a": intervals}, {f"g{i}": [iv] for i, iv in enumerate(intervals)}):
+            got = coverage(busy, 1)
+            assert got == want, f"coverage({busy}, 1) returned {got}, expected {want}"
+
+
 def _split(busy: Busy) -> Busy:
     """Each interval of length >= 2 cut into two touching pieces, and every piece twice."""
     out: Busy = {}
