@@ -99,6 +99,20 @@ def test_a_bad_call_raises_the_documented_error_and_changes_nothing(case: str) -
     assert kv.version == 4, f"after refused calls {case}, the version is {kv.version}, not 4"
 
 
+def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
+    """A ValueError names a bad version of four digits and more as str() writes it: 12345, not
+    12,345."""
+    kv = store(("a", "x"))
+    for method, args in [("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,))]:
+        shown = f"{method}({', '.join(map(repr, args))})"
+        with pytest.raises(ValueError) as caught:
+            getattr(kv, method)(*args)
+        assert str(args[-1]) in str(caught.value), (
+            f"{shown} raised {caught.value!r}, whose message does not contain {args[-1]} as "
+            "plain digits (no thousands separators)"
+        )
+
+
 def test_a_new_store_checks_every_argument() -> None:
     """On a new store, with nothing to read, bad versions, values and deletes still raise."""
     for error, calls in _EMPTY_CALLS:
