@@ -136,8 +136,8 @@ def test_a_str_subclass_is_a_key() -> None:
         f"and history('node-1') gave {got}"
 
 
-class _Node(str, enum.Enum):
-    """A (str, Enum) member: a str equal to its value, whose str() is "_Node.A", not "a"."""
+class _Node(str, enum.Enum):  # noqa: UP042  # the point: not a StrEnum, whose str() is its value
+    """A (str, Enum) member: a str equal to its value, whose str() is "_Node.A", not its value."""
 
     A = "node-a"
 
