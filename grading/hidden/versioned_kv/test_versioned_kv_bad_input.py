@@ -26,7 +26,7 @@ _BAD_CALLS: dict[str, tuple[type[Exception], _Calls]] = {
     "version-not-int": (
         TypeError,
         [("get", ("a", 1.5)), ("get", ("a", "1")), ("get", ("a", 2.0)), ("snapshot", (1.5,)),
-         ("compact", ("1",)), ("compact", (2.0,))],
+         ("compact", ("1",)), ("compact", (2.0,)), ("get", ("a", 99.0)), ("snapshot", (-0.5,))],
     ),
     "version-bool": (
         TypeError,
