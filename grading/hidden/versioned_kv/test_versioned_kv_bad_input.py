@@ -26,7 +26,7 @@ _BAD_CALLS: dict[str, tuple[type[Exception], _Calls]] = {
     "version-not-int": (
         TypeError,
         [("get", ("a", 1.5)), ("get", ("a", "1")), ("get", ("a", 2.0)), ("snapshot", (1.5,)),
-         ("compact", ("1",)), ("compact", (2.0,))],
+         ("compact", ("1",)), ("compact", (2.0,)), ("get", ("a", 99.0)), ("snapshot", (-0.5,))],
     ),
     "version-bool": (
         TypeError,
@@ -97,6 +97,20 @@ def test_a_bad_call_raises_the_documented_error_and_changes_nothing(case: str) -
     kv = store(("a", "x"), ("b", "y"), ("a", "z"), ("b", None))
     _check_calls(kv, 0, case, *_BAD_CALLS[case])
     assert kv.version == 4, f"after refused calls {case}, the version is {kv.version}, not 4"
+
+
+def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
+    """A ValueError names a bad version of four digits and more as str() writes it: 12345, not
+    12,345."""
+    kv = store(("a", "x"))
+    for method, args in [("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,))]:
+        shown = f"{method}({', '.join(map(repr, args))})"
+        with pytest.raises(ValueError) as caught:
+            getattr(kv, method)(*args)
+        assert str(args[-1]) in str(caught.value), (
+            f"{shown} raised {caught.value!r}, whose message does not contain {args[-1]} as "
+            "plain digits (no thousands separators)"
+        )
 
 
 def test_a_new_store_checks_every_argument() -> None:

@@ -135,6 +135,20 @@ def test_a_key_deleted_at_or_below_the_point_is_dropped() -> None:
     assert call(kv, "snapshot", 6) == {"a": "q", "c": "w"}, "the re-put changed snapshot(6)"
 
 
+def test_a_key_deleted_after_an_earlier_compaction_is_dropped_by_the_next() -> None:
+    """A key written, compacted, then deleted is dropped by the next compaction like any other:
+    compaction looks at every key, not only those put since the last one."""
+    kv = store(("a", "x"), ("b", "y"))
+    call(kv, "compact", 2)
+    call(kv, "delete", "a")
+    call(kv, "compact", 3)
+    got = (call(kv, "history", "a"), call(kv, "history", "b"))
+    assert got == ([], [(2, "y")]), (
+        f"after put('a', 'x'), put('b', 'y'), compact(2), delete('a'), compact(3): history('a') "
+        f"and history('b') gave {got}, expected ([], [(2, 'y')]): 'a' has only its delete left"
+    )
+
+
 class _Blob:
     """A value a weak reference can watch."""
 

@@ -128,3 +128,67 @@ def test_put_of_a_new_key_stays_flat_as_the_keys_grow() -> None:
         "the CPU time of 200 into a new store: a put of a new key should cost O(1), not a scan "
         "over the keys"
     )
+
+
+# Rule 10's own scale: a history of a million writes (2**20) against one of a thousand (2**10).
+_MILLION, _THOUSAND = 1 << 20, 1 << 10
+
+
+def _history_of(length: int) -> VersionedKV[int]:
+    kv: VersionedKV[int] = VersionedKV()
+    for i in range(length):
+        kv.put("k", i)
+    return kv
+
+
+def _reads_at_versions(length: int, count: int) -> Callable[[], None]:
+    """`count` reads of a key written `length` times, at a few versions inside its history
+    (the same few, so that both sizes read from a warm cache and only the search is compared)."""
+    kv = _history_of(length)
+    spots = [length // 2, length // 3, 2 * length // 3, length // 4 + 1, 3 * length // 4 + 1]
+    at = [spots[i % len(spots)] for i in range(count)]
+
+    def run() -> None:
+        for v in at:
+            kv.get("k", v)
+
+    return run
+
+
+@pytest.mark.points(2)
+def test_get_at_a_version_costs_about_the_same_in_a_million_writes_as_in_a_thousand() -> None:
+    """A read at a version in a history of a million writes costs within a small factor of one
+    in a thousand (rule 10's own scale)."""
+    ratio = kata_measure.growth(_reads_at_versions(_THOUSAND, 400),
+                                _reads_at_versions(_MILLION, 400), 12)
+    # O(log h): about 1-3x here; indexing a linked structure (a deque) at each probe: 1000x.
+    assert ratio < 12, (
+        f"400 reads at versions of a key written a million times took "
+        f"{kata_measure.times(ratio, 12)} the CPU time of 400 in a key written a thousand "
+        "times: each probe of the binary search should cost O(1), so a read costs O(log h)"
+    )
+
+
+def _reads_at_the_latest(length: int, count: int) -> Callable[[], None]:
+    """`count` reads with no version (the latest) of a key written `length` times."""
+    kv = _history_of(length)
+
+    def run() -> None:
+        for _ in range(count):
+            kv.get("k")
+
+    return run
+
+
+@pytest.mark.points(2)
+def test_get_at_the_latest_costs_about_the_same_in_a_million_writes_as_in_a_thousand() -> None:
+    """A read with no version (the latest) in a history of a million writes costs within a small
+    factor of one in a thousand."""
+    ratio = kata_measure.growth(_reads_at_the_latest(_THOUSAND, 400),
+                                _reads_at_the_latest(_MILLION, 400), 12)
+    # O(log h) or O(1): about 1x; copying or walking the history on that path: 1000x and more.
+    assert ratio < 12, (
+        f"400 reads with no version of a key written a million times took "
+        f"{kata_measure.times(ratio, 12)} the CPU time of 400 in a key written a thousand "
+        "times: get(k) defaults to the latest version and should cost O(log h) like any read"
+    )

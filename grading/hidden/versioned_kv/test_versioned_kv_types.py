@@ -83,6 +83,24 @@ def test_a_key_holding_a_value_that_compares_oddly_can_be_deleted(kind: str) -> 
     assert read(kv, "a") == "KeyError", f"after the delete, get('a') gave {read(kv, 'a')!r}"
 
 
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize("kind", ["equal-to-anything", "array-like"])
+def test_a_value_that_compares_oddly_survives_compaction(kind: str) -> None:
+    """Compaction keeps a value equal to everything (mock.ANY) or with an ambiguous == (a numpy
+    array) as the value it is: only a delete left alone drops a key."""
+    value = _odd(kind)
+    kv: VersionedKV[object] = VersionedKV()
+    call(kv, "put", "a", value)
+    call(kv, "put", "b", "other")
+    call(kv, "compact", 2)
+    got = read(kv, "a")
+    assert got is value, f"after put('a', {value!r}), put('b', ...), compact(2): get('a') " \
+        f"gave {got!r}, expected the value: it is no delete, whatever it compares equal to"
+    hist = call(kv, "history", "a")
+    assert len(hist) == 1 and hist[0][0] == 1 and hist[0][1] is value, \
+        f"after compact(2), history('a') is {hist}, expected [(1, {value!r})]"
+
+
 class _Rev(enum.IntEnum):
     FIRST = 1
     SECOND = 2
@@ -116,6 +134,46 @@ def test_a_str_subclass_is_a_key() -> None:
     assert got == ("healthy", "healthy", [(1, "healthy")]), \
         f"after put(NodeName('node-1'), 'healthy'): get('node-1'), get(NodeName('node-1')) " \
         f"and history('node-1') gave {got}"
+
+
+class _Node(str, enum.Enum):  # noqa: UP042  # the point: not a StrEnum, whose str() is its value
+    """A (str, Enum) member: a str equal to its value, whose str() is "_Node.A", not its value."""
+
+    A = "node-a"
+
+
+@pytest.mark.category("edge_cases")
+def test_a_str_enum_key_is_the_str_it_equals() -> None:
+    """A key that is a (str, Enum) member is the str it equals: put(Node.A, ...) is read back
+    by get("node-a"), not stored under str(Node.A) ("Node.A")."""
+    kv: VersionedKV[str] = VersionedKV()
+    assert call(kv, "put", _Node.A, "ready") == 1
+    got = (read(kv, "node-a"), read(kv, _Node.A), call(kv, "snapshot"),
+           call(kv, "history", "node-a"))
+    want = ("ready", "ready", {"node-a": "ready"}, [(1, "ready")])
+    assert got == want, \
+        f"after put(Node.A, 'ready') with Node.A == 'node-a': get('node-a'), get(Node.A), " \
+        f"snapshot() and history('node-a') gave {got}, expected {want}: a key is the str it " \
+        "equals, with no conversion (str() of a (str, Enum) member is its name, not its value)"
+
+
+_COMPOSED, _DECOMPOSED = "caf\u00e9", "cafe\u0301"  # "café" in two Unicode forms: two keys
+
+
+@pytest.mark.category("edge_cases")
+def test_keys_that_differ_only_in_unicode_normalization_are_two_keys() -> None:
+    """Two str keys are one key only when they are equal: "café" composed (NFC) and decomposed
+    (NFD) are two keys, each read back as written (no normalization)."""
+    kv: VersionedKV[int] = VersionedKV()
+    call(kv, "put", _DECOMPOSED, 1)
+    call(kv, "put", _COMPOSED, 2)
+    got = (read(kv, _DECOMPOSED), read(kv, _COMPOSED), call(kv, "snapshot"),
+           call(kv, "history", _DECOMPOSED))
+    want = (1, 2, {_DECOMPOSED: 1, _COMPOSED: 2}, [(1, 1)])
+    assert got == want, \
+        f"after put({_DECOMPOSED!r}, 1), put({_COMPOSED!r}, 2): get of each, snapshot() and " \
+        f"history({_DECOMPOSED!r}) gave {got}, expected {want}: keys are compared as the str " \
+        "they are, with no Unicode normalization"
 
 
 _ODD_KEYS = ["ключ", "節點-7", "🙂", "a\x00b", "\udcff", os.fsdecode(b"node-\xff"), " ", "\n"]
