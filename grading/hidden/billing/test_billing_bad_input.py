@@ -308,3 +308,49 @@ def test_a_retried_bad_record_is_rejected_once_with_its_own_reason() -> None:
     """Identical copies of a bad record are rejected once, with their own reason."""
     run = run_of([rec("b", gpu_count=0), rec("b", gpu_count=0), rec("b", gpu_count=0)])
     assert reasons(run) == [("b", R.BAD_GPU_COUNT)], f"rejected {run.rejected}"
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize(("fields", "reason"), [
+    ({"gpu_count": 0}, R.BAD_GPU_COUNT), ({"gpu_count": True}, R.BAD_GPU_COUNT),
+    ({"gpu_type": "tpu-v5"}, R.UNKNOWN_GPU_TYPE)], ids=["zero_gpus", "bool_gpus", "no_price"])
+def test_a_zero_length_record_with_another_fault_is_rejected(fields: dict[str, Any],
+                                                            reason: RejectReason) -> None:
+    """A zero-length record is judged by every other rule: a fault still rejects it."""
+    _assert_rejected_alone({"start": 600, "end": 600, **fields}, reason)
+
+
+class _Stamp(datetime):
+    """An aware datetime subclass, as pandas' Timestamp or pendulum's DateTime."""
+
+
+@pytest.mark.category("bad_input")
+def test_an_aware_datetime_subclass_is_billed() -> None:
+    """A timestamp of a datetime subclass (pandas' Timestamp) is a datetime: aware, it is billed."""
+    start, end = _Stamp(2026, 3, 2, 9, tzinfo=TOKYO), _Stamp(2026, 3, 2, 10, tzinfo=TOKYO)
+    run = run_of([rec("sub", start, end), rec("good", 60, 120)])
+    assert not run.rejected and run.billed_ids == {"sub", "good"}, (
+        f"a record from {start!r} to {end!r} (aware, of a datetime subclass): rejected "
+        f"{run.rejected}, billed {set(run.billed_ids)}; a datetime subclass is a datetime")
+    assert total_of(run) == Decimal("7.20"), f"two hours billed {total_of(run)}, want 7.20"
+
+
+_EMPTY_VALUES: dict[str, tuple[dict[str, Any], RejectReason]] = {
+    "empty_gpu_type": ({"gpu_type": ""}, R.UNKNOWN_GPU_TYPE),
+    "empty_str_gpu_count": ({"gpu_count": ""}, R.BAD_GPU_COUNT),
+    "empty_str_start": ({"start": ""}, R.NAIVE_TIMESTAMP),
+    "blank_gpu_type": ({"gpu_type": " "}, R.UNKNOWN_GPU_TYPE),
+}
+
+
+@pytest.mark.category("bad_input")
+def test_a_rejection_explains_itself_even_for_an_empty_value() -> None:
+    """A rejection's detail is never empty, even when the bad value is an empty string."""
+    for case, (fields, reason) in _EMPTY_VALUES.items():
+        run = run_of([rec("bad", **fields), rec("good", 60, 120)])
+        got = [(r.record_id, r.reason, r.detail) for r in run.rejected]
+        assert len(got) == 1 and got[0][:2] == ("bad", reason), f"{case}: rejected {got}"
+        detail = got[0][2]
+        assert isinstance(detail, str) and detail.strip(), (
+            f"{case}: a record with {fields} was rejected as {reason} with detail {detail!r}; "
+            "the detail says which field and which value, so it is never empty")
