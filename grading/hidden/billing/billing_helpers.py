@@ -51,6 +51,22 @@ class Cet(tzinfo):
 CET = Cet()
 
 
+class _NoOffset(tzinfo):
+    """A "floating" zone that knows no offset: by Python's rule, its datetimes are naive."""
+
+    def utcoffset(self, dt: datetime | None) -> None:
+        return None
+
+    def dst(self, dt: datetime | None) -> None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str:
+        return "floating"
+
+
+FLOATING = _NoOffset()
+
+
 def rec(rid: str = "r1", start: Any = 0, end: Any = 60, **fields: Any) -> UsageRecord:
     """A record; int start/end are minutes after P0, anything else is used as it is."""
     s = P0 + start * MIN if type(start) is int else start

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from billing import RejectReason, UsageRecord
 from billing_helpers import (
+    FLOATING,
     MIN,
     NAIVE,
     P0,
@@ -126,26 +127,12 @@ def test_a_naive_period_bound_raises_value_error(bound: str) -> None:
         run_of([rec()], start=start, end=end)
 
 
-class _NoOffset(tzinfo):
-    """A "floating" zone that knows no offset: by Python's rule, its datetimes are naive."""
-
-    def utcoffset(self, dt: datetime | None) -> None:
-        return None
-
-    def dst(self, dt: datetime | None) -> None:
-        return None
-
-    def tzname(self, dt: datetime | None) -> str:
-        return "floating"
-
-
-_FLOATING = _NoOffset()
 
 
 @pytest.mark.category("bad_input")
 def test_a_period_bound_whose_zone_gives_no_offset_is_naive() -> None:
     """A period bound whose tzinfo gives no UTC offset is naive: it raises ValueError."""
-    for start, end in ((P0.replace(tzinfo=_FLOATING), P1), (P0, P1.replace(tzinfo=_FLOATING))):
+    for start, end in ((P0.replace(tzinfo=FLOATING), P1), (P0, P1.replace(tzinfo=FLOATING))):
         with pytest.raises(ValueError):
             run_of([rec()], start=start, end=end)
 
@@ -255,8 +242,8 @@ def test_a_naive_or_non_datetime_timestamp_is_rejected(fields: dict[str, Any]) -
 @pytest.mark.category("bad_input")
 def test_a_timestamp_whose_zone_gives_no_offset_is_rejected_as_naive() -> None:
     """A timestamp whose tzinfo gives no UTC offset is naive: rejected, and the run goes on."""
-    for fields in ({"start": NAIVE.replace(tzinfo=_FLOATING)},
-                   {"start": P0, "end": NAIVE.replace(tzinfo=_FLOATING)}):
+    for fields in ({"start": NAIVE.replace(tzinfo=FLOATING)},
+                   {"start": P0, "end": NAIVE.replace(tzinfo=FLOATING)}):
         try:
             _assert_rejected_alone(fields, R.NAIVE_TIMESTAMP)
         except (TypeError, ValueError) as exc:

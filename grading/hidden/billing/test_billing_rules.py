@@ -16,6 +16,7 @@ from billing import BillingRun, LineItem, UsageRecord
 from billing_helpers import (
     CET,
     END,
+    FLOATING,
     MIN,
     NAIVE,
     NEW_YORK,
@@ -239,6 +240,14 @@ def test_naive_copies_with_equal_wall_times_are_one_record() -> None:
     run = run_of([rec("n", NAIVE, NAIVE + MIN), rec("n", NAIVE, NAIVE + MIN),
                   rec("n", NAIVE.replace(tzinfo=None), (NAIVE + MIN).replace(tzinfo=None))])
     assert reasons(run) == [("n", R.NAIVE_TIMESTAMP)], f"rejected {run.rejected}"
+    floating = [rec("f", NAIVE, NAIVE + MIN),
+                rec("f", NAIVE.replace(tzinfo=FLOATING), (NAIVE + MIN).replace(tzinfo=FLOATING))]
+    for order in (floating, floating[::-1]):
+        run = run_of(order)
+        assert reasons(run) == [("f", R.NAIVE_TIMESTAMP)], (
+            f"copies of 'f' at the same naive wall times, one with tzinfo None and one with a "
+            f"tzinfo that gives no offset: rejected {run.rejected}; naive copies with equal wall "
+            "times are identical whatever tzinfo they carry")
 
 
 @pytest.mark.category("edge_cases")
