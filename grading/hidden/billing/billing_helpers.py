@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
 from fractions import Fraction
@@ -48,6 +49,22 @@ class Cet(tzinfo):
 
 
 CET = Cet()
+
+
+class _NoOffset(tzinfo):
+    """A "floating" zone that knows no offset: by Python's rule, its datetimes are naive."""
+
+    def utcoffset(self, dt: datetime | None) -> None:
+        return None
+
+    def dst(self, dt: datetime | None) -> None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str:
+        return "floating"
+
+
+FLOATING = _NoOffset()
 
 
 def rec(rid: str = "r1", start: Any = 0, end: Any = 60, **fields: Any) -> UsageRecord:
@@ -189,3 +206,43 @@ def workload(n: int) -> list[UsageRecord]:
 def read_fields(records: list[UsageRecord]) -> None:
     for r in records:
         _ = (r.record_id, r.team, r.gpu_type, r.gpu_count, r.end - r.start)
+
+
+def rejected_workload(n: int) -> list[UsageRecord]:
+    """`n` records with distinct ids, every one with a gpu_count of 0: a run of rejections."""
+    return [UsageRecord(f"id{i}", "vision", "h100", 0, P0 + i * SEC, P0 + (i + 60) * SEC)
+            for i in range(n)]
+
+
+def teams_workload(n: int) -> list[UsageRecord]:
+    """`n` good records, each of a team of its own: `n` invoices of one line."""
+    return [UsageRecord(f"id{i}", f"team{i}", "h100", 1, P0 + i * SEC, P0 + (i + 60) * SEC)
+            for i in range(n)]
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A plain result row for the floors below (the candidate's classes are not timed twice)."""
+
+    key: str
+    kind: str
+    value: object
+
+
+def reject_each(records: list[UsageRecord]) -> tuple[_Row, ...]:
+    """The plain work of rejecting every record: one row with a detail each, sorted by id."""
+    rows = []
+    for r in records:
+        _ = r.end - r.start
+        rows.append(_Row(r.record_id, "bad_gpu_count", f"gpu_count {r.gpu_count!r} of {r.team}"))
+    return tuple(sorted(rows, key=lambda row: row.key))
+
+
+def invoice_each(records: list[UsageRecord]) -> dict[str, _Row]:
+    """The plain work of one invoice per record: its GPU-seconds and an amount as Decimals."""
+    invoices = {}
+    for r in records:
+        micros = r.gpu_count * ((r.end - r.start) // US)
+        line = (r.gpu_type, Decimal(f"{micros}e-6"), Decimal(f"{micros // 1000}e-2"))
+        invoices[r.team] = _Row(r.team, "invoice", (line,))
+    return invoices

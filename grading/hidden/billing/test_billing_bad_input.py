@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from billing import RejectReason, UsageRecord
 from billing_helpers import (
+    FLOATING,
     MIN,
     NAIVE,
     P0,
@@ -126,26 +127,12 @@ def test_a_naive_period_bound_raises_value_error(bound: str) -> None:
         run_of([rec()], start=start, end=end)
 
 
-class _NoOffset(tzinfo):
-    """A "floating" zone that knows no offset: by Python's rule, its datetimes are naive."""
-
-    def utcoffset(self, dt: datetime | None) -> None:
-        return None
-
-    def dst(self, dt: datetime | None) -> None:
-        return None
-
-    def tzname(self, dt: datetime | None) -> str:
-        return "floating"
-
-
-_FLOATING = _NoOffset()
 
 
 @pytest.mark.category("bad_input")
 def test_a_period_bound_whose_zone_gives_no_offset_is_naive() -> None:
     """A period bound whose tzinfo gives no UTC offset is naive: it raises ValueError."""
-    for start, end in ((P0.replace(tzinfo=_FLOATING), P1), (P0, P1.replace(tzinfo=_FLOATING))):
+    for start, end in ((P0.replace(tzinfo=FLOATING), P1), (P0, P1.replace(tzinfo=FLOATING))):
         with pytest.raises(ValueError):
             run_of([rec()], start=start, end=end)
 
@@ -255,8 +242,8 @@ def test_a_naive_or_non_datetime_timestamp_is_rejected(fields: dict[str, Any]) -
 @pytest.mark.category("bad_input")
 def test_a_timestamp_whose_zone_gives_no_offset_is_rejected_as_naive() -> None:
     """A timestamp whose tzinfo gives no UTC offset is naive: rejected, and the run goes on."""
-    for fields in ({"start": NAIVE.replace(tzinfo=_FLOATING)},
-                   {"start": P0, "end": NAIVE.replace(tzinfo=_FLOATING)}):
+    for fields in ({"start": NAIVE.replace(tzinfo=FLOATING)},
+                   {"start": P0, "end": NAIVE.replace(tzinfo=FLOATING)}):
         try:
             _assert_rejected_alone(fields, R.NAIVE_TIMESTAMP)
         except (TypeError, ValueError) as exc:
@@ -308,3 +295,49 @@ def test_a_retried_bad_record_is_rejected_once_with_its_own_reason() -> None:
     """Identical copies of a bad record are rejected once, with their own reason."""
     run = run_of([rec("b", gpu_count=0), rec("b", gpu_count=0), rec("b", gpu_count=0)])
     assert reasons(run) == [("b", R.BAD_GPU_COUNT)], f"rejected {run.rejected}"
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize(("fields", "reason"), [
+    ({"gpu_count": 0}, R.BAD_GPU_COUNT), ({"gpu_count": True}, R.BAD_GPU_COUNT),
+    ({"gpu_type": "tpu-v5"}, R.UNKNOWN_GPU_TYPE)], ids=["zero_gpus", "bool_gpus", "no_price"])
+def test_a_zero_length_record_with_another_fault_is_rejected(fields: dict[str, Any],
+                                                            reason: RejectReason) -> None:
+    """A zero-length record is judged by every other rule: a fault still rejects it."""
+    _assert_rejected_alone({"start": 600, "end": 600, **fields}, reason)
+
+
+class _Stamp(datetime):
+    """An aware datetime subclass, as pandas' Timestamp or pendulum's DateTime."""
+
+
+@pytest.mark.category("bad_input")
+def test_an_aware_datetime_subclass_is_billed() -> None:
+    """A timestamp of a datetime subclass (pandas' Timestamp) is a datetime: aware, it is billed."""
+    start, end = _Stamp(2026, 3, 2, 9, tzinfo=TOKYO), _Stamp(2026, 3, 2, 10, tzinfo=TOKYO)
+    run = run_of([rec("sub", start, end), rec("good", 60, 120)])
+    assert not run.rejected and run.billed_ids == {"sub", "good"}, (
+        f"a record from {start!r} to {end!r} (aware, of a datetime subclass): rejected "
+        f"{run.rejected}, billed {set(run.billed_ids)}; a datetime subclass is a datetime")
+    assert total_of(run) == Decimal("7.20"), f"two hours billed {total_of(run)}, want 7.20"
+
+
+_EMPTY_VALUES: dict[str, tuple[dict[str, Any], RejectReason]] = {
+    "empty_gpu_type": ({"gpu_type": ""}, R.UNKNOWN_GPU_TYPE),
+    "empty_str_gpu_count": ({"gpu_count": ""}, R.BAD_GPU_COUNT),
+    "empty_str_start": ({"start": ""}, R.NAIVE_TIMESTAMP),
+    "blank_gpu_type": ({"gpu_type": " "}, R.UNKNOWN_GPU_TYPE),
+}
+
+
+@pytest.mark.category("bad_input")
+def test_a_rejection_explains_itself_even_for_an_empty_value() -> None:
+    """A rejection's detail is never empty, even when the bad value is an empty string."""
+    for case, (fields, reason) in _EMPTY_VALUES.items():
+        run = run_of([rec("bad", **fields), rec("good", 60, 120)])
+        got = [(r.record_id, r.reason, r.detail) for r in run.rejected]
+        assert len(got) == 1 and got[0][:2] == ("bad", reason), f"{case}: rejected {got}"
+        detail = got[0][2]
+        assert isinstance(detail, str) and detail.strip(), (
+            f"{case}: a record with {fields} was rejected as {reason} with detail {detail!r}; "
+            "the detail says which field and which value, so it is never empty")

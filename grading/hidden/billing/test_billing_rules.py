@@ -16,6 +16,7 @@ from billing import BillingRun, LineItem, UsageRecord
 from billing_helpers import (
     CET,
     END,
+    FLOATING,
     MIN,
     NAIVE,
     NEW_YORK,
@@ -134,6 +135,28 @@ def test_the_period_bounds_compare_as_instants_across_a_dst_fold() -> None:
         run_of([around], start=late, end=early)
 
 
+@pytest.mark.category("edge_cases")
+def test_the_period_edges_compare_as_instants_across_a_dst_fold() -> None:
+    """A record is inside or outside the period by instants, across a DST fold in one zone."""
+    first_0230 = datetime(2026, 10, 25, 2, 30, tzinfo=CET)  # 00:30Z, summer time
+    second_0230 = first_0230.replace(fold=1)  # 01:30Z, winter time: an hour later
+    cases = [  # (period, record, GPU-seconds inside)
+        ((datetime(2026, 10, 1, tzinfo=UTC), second_0230),
+         (first_0230, datetime(2026, 10, 25, 2, 45, tzinfo=CET)), 900),
+        ((first_0230, datetime(2026, 11, 1, tzinfo=UTC)),
+         (datetime(2026, 10, 25, 2, 15, fold=1, tzinfo=CET),
+          datetime(2026, 10, 25, 2, 20, fold=1, tzinfo=CET)), 300),
+    ]
+    for (start, end), (s, e), seconds in cases:
+        run = run_of([rec("f", s, e)], start=start, end=end)
+        got = only_line(run)
+        assert got is not None and got.gpu_seconds == seconds, (
+            f"period {start.isoformat()} (fold={start.fold}) to {end.isoformat()} "
+            f"(fold={end.fold}), record {s.isoformat()} (fold={s.fold}) to {e.isoformat()} "
+            f"(fold={e.fold}): billed {got}, rejected {run.rejected}; the record is inside the "
+            f"period as instants, {seconds} GPU-seconds")
+
+
 # --- Duplicates ---------------------------------------------------------------------------------
 
 
@@ -217,6 +240,26 @@ def test_naive_copies_with_equal_wall_times_are_one_record() -> None:
     run = run_of([rec("n", NAIVE, NAIVE + MIN), rec("n", NAIVE, NAIVE + MIN),
                   rec("n", NAIVE.replace(tzinfo=None), (NAIVE + MIN).replace(tzinfo=None))])
     assert reasons(run) == [("n", R.NAIVE_TIMESTAMP)], f"rejected {run.rejected}"
+    floating = [rec("f", NAIVE, NAIVE + MIN),
+                rec("f", NAIVE.replace(tzinfo=FLOATING), (NAIVE + MIN).replace(tzinfo=FLOATING))]
+    for order in (floating, floating[::-1]):
+        run = run_of(order)
+        assert reasons(run) == [("f", R.NAIVE_TIMESTAMP)], (
+            f"copies of 'f' at the same naive wall times, one with tzinfo None and one with a "
+            f"tzinfo that gives no offset: rejected {run.rejected}; naive copies with equal wall "
+            "times are identical whatever tzinfo they carry")
+
+
+@pytest.mark.category("edge_cases")
+def test_naive_copies_with_different_wall_times_conflict() -> None:
+    """Naive copies whose wall times differ are different content: conflicting_duplicate."""
+    for other in (NAIVE + 2 * MIN, NAIVE - MIN):
+        for order in ([NAIVE + MIN, other], [other, NAIVE + MIN]):
+            run = run_of([rec("n", NAIVE, end) for end in order])
+            assert reasons(run) == [("n", R.CONFLICTING_DUPLICATE)], (
+                f"two copies of 'n' with naive start {NAIVE} and naive ends {order[0]} then "
+                f"{order[1]}: rejected {run.rejected}; copies that differ conflict, and "
+                "conflicting_duplicate comes before naive_timestamp")
 
 
 def test_record_ids_are_matched_exactly() -> None:
@@ -229,6 +272,18 @@ def test_record_ids_are_matched_exactly() -> None:
             f"one-hour records with ids {ids} and gpu_counts {counts}: billed_ids "
             f"{set(run.billed_ids)}, rejected {run.rejected}, total {total_of(run)}; want every "
             f"id billed as issued, total {want}")
+
+
+@pytest.mark.category("edge_cases")
+def test_record_ids_in_different_unicode_forms_are_different_records() -> None:
+    """Record ids are not normalised: "\u00e9" and "e\u0301" are two records."""
+    ids = ["caf\u00e9", "cafe\u0301", "\ufb01le", "file"]  # composed, decomposed, a ligature
+    run = run_of([rec(rid, gpu_count=n) for n, rid in enumerate(ids, 1)])
+    want = Decimal("3.60") * 10
+    assert not run.rejected and run.billed_ids == set(ids) and total_of(run) == want, (
+        f"one-hour records with ids {[ascii(i) for i in ids]} and gpu_counts 1 to 4: billed_ids "
+        f"{[ascii(i) for i in run.billed_ids]}, rejected {run.rejected}, total {total_of(run)}; "
+        f"want every id billed as issued, total {want}")
 
 
 # --- The shape of the result ---------------------------------------------------------------------
@@ -254,6 +309,14 @@ def test_lines_and_rejections_are_sorted_as_python_sorts_str() -> None:
     want = (["B200", "H100", "a10g", "l4"], ["Beta", "Zed", "alpha", "beta"])
     assert got == want, (f"(line gpu_types, rejected record_ids) = {got}; want {want}: "
                          "sorted(...) order, upper case before lower case")
+
+
+def test_billed_ids_is_a_frozenset() -> None:
+    """billed_ids is a frozenset, as the API declares."""
+    run = run_of([rec("a"), rec("b", gpu_count=0)])
+    assert isinstance(run.billed_ids, frozenset) and run.billed_ids == {"a"}, (
+        f"billed_ids is {type(run.billed_ids).__name__} {set(run.billed_ids)}; the API declares "
+        "frozenset[str], {'a'} here")
 
 
 # --- Open questions: the checks accept either reading -------------------------------------------
