@@ -18,6 +18,6 @@ uv python find '>=3.11' >/dev/null 2>&1 || uv python install 3.12
 uv sync --frozen --no-dev @NOT_NEEDED@
 # Prove the image grades: collect the checks in a sandboxed child, as every grading does (the
 # list is cached for every submission after). A failure here fails the build, loudly.
-uv run --no-sync python -c "from grading import catalog, sandbox
-print(len(sandbox.collect(catalog.find('@NAME@'))), 'checks collected')"
+uv run --no-sync python -c "from grading import catalog, collect
+print(len(collect.collect(catalog.find('@NAME@'))), 'checks collected')"
 echo "autograder for @NAME@ is ready"
