@@ -62,7 +62,7 @@ def candidates(returned: Path, unpack_to: Path) -> list[Candidate]:
         if entry.is_symlink():
             found.append(Candidate(name, entry.name, None, "a link: not followed"))
         elif entry.is_dir():
-            found.append(Candidate(name, entry.name, _inner(entry)))
+            found.append(Candidate(name, entry.name, entry))
         elif entry.suffix.lower() == ".zip":
             target = unpack_to / f"{len(found)}-{name}"
             try:
@@ -78,11 +78,13 @@ def candidates(returned: Path, unpack_to: Path) -> list[Candidate]:
 
 
 def _inner(folder: Path) -> Path:
-    """The folder itself, or the one folder it holds when it holds nothing else (a zip of
-    `alice/`)."""
+    """An unpacked zip's folder, or the one folder it holds when it holds nothing else and
+    is not named for an exercise (a zip of `alice/`)."""
     inside = [p for p in folder.iterdir()
               if not p.name.startswith(".") and p.name not in _JUNK]
-    if len(inside) == 1 and inside[0].is_dir() and not inside[0].is_symlink():
+    exercises = {e.name for e in catalog.exercises()}
+    if (len(inside) == 1 and inside[0].is_dir() and not inside[0].is_symlink()
+            and inside[0].name not in exercises):
         return inside[0]
     return folder
 
