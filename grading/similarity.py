@@ -48,14 +48,22 @@ class _Fingerprints:
     """One file's winnowed fingerprints, the stub's removed, and where each character of the
     tokenized text came from in the file."""
 
-    def __init__(self, text: str, boilerplate: Any = None) -> None:
+    def __init__(self, text: str, boilerplate: frozenset[int] = frozenset()) -> None:
         from copydetect import CodeFingerprint
+        from copydetect.utils import get_token_coverage
 
         self.raw = text
         normal, self.spans = _normalized(text)
         self.print = CodeFingerprint("submission.txt", NOISE, GUARANTEE - NOISE + 1,
-                                     boilerplate=boilerplate, filter=False,
-                                     fp=io.StringIO(normal))
+                                     filter=False, fp=io.StringIO(normal))
+        # The stub's fingerprints removed here rather than by copydetect's `boilerplate`, which
+        # assumes the file's fingerprints unique and so drops a varying few when they repeat.
+        if boilerplate:
+            self.print.hashes = self.print.hashes - boilerplate
+            self.print.hash_idx = {h: i for h, i in self.print.hash_idx.items()
+                                   if h not in boilerplate}
+            self.print.token_coverage = get_token_coverage(self.print.hash_idx, NOISE,
+                                                           len(normal))
 
     def fragment(self, start: int, end: int) -> str:
         """The file's text behind tokenized characters [start, end)."""
@@ -106,11 +114,9 @@ _SKIPPED |= {getattr(tokenize, name) for name in ("FSTRING_MIDDLE", "FSTRING_END
 _STATEMENT_START = {tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
 
 
-def _boilerplate(exercise: catalog.Exercise) -> Any:
-    import numpy as np
-
+def _boilerplate(exercise: catalog.Exercise) -> frozenset[int]:
     stub = _Fingerprints(exercise.stub.read_text(encoding="utf-8"))
-    return np.array(sorted(stub.print.hashes), dtype=np.int64)
+    return frozenset(stub.print.hashes)
 
 
 def _compare(one: _Fingerprints, two: _Fingerprints) -> tuple[float, list[str]]:
