@@ -118,8 +118,10 @@ def test_the_score_distribution_counts_every_graded_candidate(opened: _Opened) -
 
 
 def test_a_flagged_pair_shows_its_shared_fragment_as_text(opened: _Opened) -> None:
-    copy = opened.page.locator("section.exercise div.copy[data-a='ann']")
-    assert "0.97" in copy.inner_text()
+    copy = opened.page.locator("section.exercise details.copy[data-a='ann']")
+    assert "0.97" in copy.locator("summary").inner_text()
+    copy.locator("summary").click()  # folded until asked for
+    assert copy.locator("pre").is_visible()
     assert copy.locator("pre").inner_text() == "for start, end in <sorted(intervals)>:"
 
 
