@@ -114,3 +114,23 @@ def bundle_layout(answers: dict[str, str]) -> dict[str, str]:
 
 def flat_layout(answers: dict[str, str]) -> dict[str, str]:
     return {f"{name}.py": text for name, text in answers.items()}
+
+
+def cohort(root: Path, size: int, exercises: tuple[str, ...]) -> Path:
+    """`size` candidates, half in folders as the bundle asks and half zipped flat, each
+    exercise's answer in turn the reference, a disguised copy of it, or one of its classic
+    wrong answers: a cohort as a take-home brings back, made the same every time."""
+    answers = {name: _answers(name) for name in exercises}
+    for i in range(size):
+        chosen = {name: texts[i % len(texts)] for name, texts in answers.items()}
+        if i % 2:
+            zipped(root, f"c{i:04d}", flat_layout(chosen))
+        else:
+            folder(root, f"c{i:04d}", bundle_layout(chosen))
+    return root
+
+
+def _answers(name: str) -> list[str]:
+    exercise = catalog.Exercise(name)
+    wrong = [mutants.materialize(m).read_text(encoding="utf-8") for m in mutants.of(exercise)]
+    return [reference(name), disguise(reference(name), name), *wrong]
