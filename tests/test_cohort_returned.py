@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grading import returned
+from grading import inputs, returned
 from grading.cohort import shard_of
 from grading.inputs import returned_file
 from grading.returned import Candidate, UnsafeZip, unzip
@@ -104,3 +104,20 @@ def test_shards_are_disjoint_cover_the_cohort_and_differ_by_at_most_one(
     assert sorted(flat) == sorted(names)
     sizes = [len(s) for s in shards]
     assert max(sizes) - min(sizes) <= 1
+
+
+def test_run_autograder_asks_the_same_rule_on_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    h.folder(tmp_path, "s", {"sub/token_bucket.py": "", "x.py": ""})
+    assert inputs.main(["token_bucket", str(tmp_path / "s")]) == 0
+    assert capsys.readouterr().out == "sub/token_bucket.py\n"
+    h.folder(tmp_path, "t", {"a.py": "", "b.py": ""})
+    assert inputs.main(["token_bucket", str(tmp_path / "t")]) == 1
+    said = capsys.readouterr()
+    assert said.out == "" and "found: a.py, b.py" in said.err
+
+
+def test_run_autograder_calls_the_shared_rule_not_a_copy_of_it() -> None:
+    script = (Path(inputs.__file__).parent / "gradescope" / "run_autograder").read_text()
+    assert "python -m grading.inputs @NAME@" in script
+    assert "find . -type f" not in script
