@@ -30,7 +30,8 @@ def render(data: dict[str, Any]) -> str:
     return env.get_template("cohort.html.j2").render(
         candidates=names, exercises=[_exercise(e, data, names) for e in data["exercises"]],
         people=[_person(row, data) for row in data["candidates"]],
-        threshold=data["copies"]["threshold"], shard=data.get("shard"))
+        threshold=data["copies"]["threshold"], skipped=data["copies"].get("skipped", ""),
+        shard=data.get("shard"))
 
 
 def _details(data: dict[str, Any], exercise: str) -> dict[str, dict[str, Any]]:

@@ -3,11 +3,12 @@ from the statement alone by red-team reviewers) are not; the stub's code counts 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from grading import catalog, similarity
+from grading import catalog, cohort_files, similarity
 from tests import cohort_helpers as h
 from tests.helpers import SUMMARY
 
@@ -67,3 +68,11 @@ def test_independent_correct_answers_are_not_flagged() -> None:
 def test_a_file_that_does_not_tokenize_is_compared_as_text() -> None:
     pairs = similarity.scores(catalog.Exercise("interval_union"), {"broken": "def f(:\n  '''"})
     assert pairs[0].similarity < similarity.THRESHOLD
+
+
+def test_without_copydetect_the_copies_are_said_to_be_not_searched(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "copydetect", None)  # an import of it now fails
+    found = cohort_files.copies([catalog.Exercise("interval_union")],
+                                {"interval_union": {"ann": "x = 1\n"}})
+    assert found["pairs"] == [] and "copies not searched" in found["skipped"], found
