@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from bench.core import ROOT, Context, Row
-from grading import catalog, similarity
+from grading import catalog, isolation, similarity
 from tests import cohort_helpers
 
 EXERCISES = ("interval_union", "versioned_kv")
@@ -26,6 +26,7 @@ MINUTE = 60.0
 
 def cohort(ctx: Context, size: int = SIZE) -> list[Row]:
     rows = []
+    where = isolation.describe().split(" (")[0]  # bubblewrap costs each child's start
     with tempfile.TemporaryDirectory(prefix="bench-cohort-") as tmp:
         returned = cohort_helpers.cohort(Path(tmp) / "returned", size, EXERCISES)
         graded = size * len(EXERCISES)
@@ -34,7 +35,8 @@ def cohort(ctx: Context, size: int = SIZE) -> list[Row]:
                          f"--jobs {jobs}")
             took = _wall(returned, Path(tmp) / f"report-{jobs}", jobs)
             rows.append(Row("cohort", f"{size} x {len(EXERCISES)}: wall time, --jobs {jobs}",
-                            took, "s", "report", None, f"{graded} submissions, no mypy"))
+                            took, "s", "report", None,
+                            f"{graded} submissions, no mypy, {where}"))
             rows.append(Row("cohort", f"submissions a minute, --jobs {jobs}",
                             round(graded * MINUTE / took, 1), "n", "report", None,
                             f"{graded} in {took:.0f} s"))
