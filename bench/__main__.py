@@ -64,9 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
                              " matplotlib is installed")
     parser.add_argument("--grade-all", action="store_true",
                         help="grader: grade every reference, not one (several minutes more)")
-    parser.add_argument("--cohort-size", type=int, default=50, metavar="N",
+    parser.add_argument("--cohort-size", type=_size, default=50, metavar="N",
                         help="cohort: candidates in the cohort graded (default: 50)")
     return parser
+
+
+def _size(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of candidates >= 1, got "
+                                         f"{text!r}")
+    return int(text)
 
 
 def _check_names(names: Sequence[str]) -> list[str]:
