@@ -23,13 +23,17 @@ examples:
   uv run --group bench python -m bench grader --grade-all       every reference, not one sample
   uv run --group bench python -m bench xid_log_parser interval_union --plot docs/bench.png
   uv run python -m bench --format json --output bench/out/bench.json   no plot, no matplotlib
+  uv run python -m bench cohort --cohort-size 50   grader.py cohort, and the copy search's cost
 
 The `bench` group installs matplotlib for the plot; without it the table is printed all the same.
 Every figure is a ratio to a baseline measured in the same run (best of several interleaved
 repetitions), or a growth rate. Exit status: 0 every target met, 1 some missed, 2 bad usage.
 """
 NAMES = ("xid_log_parser", "interval_union", "billing", "versioned_kv", "token_bucket",
-         "micro_batcher", "job_api", "hang_finder", "kv_cache", "mig_packing", "grader")
+         "micro_batcher", "job_api", "hang_finder", "kv_cache", "mig_packing", "grader",
+         "cohort")
+# Run only when named: grading a cohort of 50 candidates takes minutes.
+OPTIONAL = ("cohort",)
 PLOT = ROOT / "bench" / "out" / "bench.png"
 
 
@@ -40,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "baseline measured in the same run; print each figure beside its target.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"benchmarks to run (default: all): {', '.join(NAMES)}")
+                        help=f"benchmarks to run (default: all but {', '.join(OPTIONAL)}): "
+                             f"{', '.join(NAMES)}")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: a table for people (default); json: one object per row")
     parser.add_argument("--output", metavar="FILE", type=Path,
@@ -51,7 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
                              " matplotlib is installed")
     parser.add_argument("--grade-all", action="store_true",
                         help="grader: grade every reference, not one (several minutes more)")
+    parser.add_argument("--cohort-size", type=_size, default=50, metavar="N",
+                        help="cohort: candidates in the cohort graded (default: 50)")
     return parser
+
+
+def _size(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of candidates >= 1, got "
+                                         f"{text!r}")
+    return int(text)
 
 
 def _check_names(names: Sequence[str]) -> list[str]:
@@ -60,13 +74,17 @@ def _check_names(names: Sequence[str]) -> list[str]:
             close = difflib.get_close_matches(name, NAMES, n=3, cutoff=0.4)
             hint = f"did you mean {' or '.join(close)}?" if close else f"one of {', '.join(NAMES)}"
             raise UsageError(f"unknown benchmark {name!r}: {hint}")
-    return [name for name in NAMES if name in names] if names else list(NAMES)
+    if not names:
+        return [name for name in NAMES if name not in OPTIONAL]
+    return [name for name in NAMES if name in names]
 
 
-def _benchmarks(grade_all: bool) -> dict[str, Callable[[Context], list[Row]]]:
+def _benchmarks(grade_all: bool, cohort_size: int = 50
+                ) -> dict[str, Callable[[Context], list[Row]]]:
     with warnings.catch_warnings():  # starlette's TestClient announces its httpx successor
         warnings.simplefilter("ignore", DeprecationWarning)
         from bench import (
+            cases_cohort,
             cases_data,
             cases_grader,
             cases_hang_finder,
@@ -87,6 +105,7 @@ def _benchmarks(grade_all: bool) -> dict[str, Callable[[Context], list[Row]]]:
         "mig_packing": cases_mig_packing.mig_packing,
         "grader": lambda ctx: cases_grader.grader(
             ctx, cases_grader.ALL if grade_all else cases_grader.SAMPLE),
+        "cohort": lambda ctx: cases_cohort.cohort(ctx, cohort_size),
     }
 
 
@@ -144,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     load = os.getloadavg()[0]
     progress = _progress(sys.stderr, started, len(names))
-    benchmarks = _benchmarks(args.grade_all)
+    benchmarks = _benchmarks(args.grade_all, args.cohort_size)
     ctx = Context(progress=lambda _: None)
     rows: list[Row] = []
     for step, name in enumerate(names, 1):

@@ -49,12 +49,14 @@ examples:
   python grader.py bundle token_bucket billing --output take-home.zip
   python grader.py bundle token_bucket --gradescope --output autograder.zip
   python grader.py hint token_bucket                one more hint each time
+  python grader.py cohort returned/ --output report/   a take-home per candidate: CSV, JSON, HTML
+  python grader.py merge shard-*/cohort.json --output report/   shards of a cohort, combined
 
 exit status: 0 every check passed, 1 some check failed, 2 bad usage
 """
 
 
-VERBS = ("grade", "list", "hint", "bundle")
+VERBS = ("grade", "list", "hint", "bundle", "cohort", "merge")
 _HELP = ("-h", "--help")
 
 
@@ -90,7 +92,63 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a Gradescope autograder zip instead of a take-home")
     bundle.add_argument("--feedback", choices=FEEDBACK, default="full",
                         help="with --gradescope, what students see of hidden checks")
+    _cohort_parser(verbs.add_parser(
+        "cohort", help="grade a folder of returned take-homes, a row per candidate",
+        description="Grade every exercise of every candidate in RETURNED (a folder or a .zip "
+                    "per candidate, laid out as the bundle asks or flatter) and write "
+                    "cohort.csv, cohort.json, details.jsonl and cohort.html into --output. "
+                    "Each exercise's file is NAME.py (in NAME/ or anywhere), else the only .py "
+                    "file; pairs of submissions alike enough to be copies are flagged.",
+        epilog=COHORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter))
+    merge = verbs.add_parser(
+        "merge", help="combine the cohort.json of shards into one cohort's reports",
+        description="Combine the cohort.json of every shard of a `cohort --shard K/N` run into "
+                    "the CSV, JSON and HTML one unsharded run writes (copies are looked for "
+                    "again over the whole cohort).",
+        epilog=COHORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json",
+                       help="the cohort.json of each shard")
+    merge.add_argument("--output", required=True, type=Path, metavar="DIR",
+                       help="the folder to write the merged reports into")
     return parser
+
+
+COHORT_EPILOG = """\
+examples:
+  python grader.py cohort returned/ --output report/
+  python grader.py cohort returned/ --exercises interval_union versioned_kv --jobs 2 --output r/
+  python grader.py cohort returned/ --shard 1/4 --output shard-1/     one quarter of the cohort
+  python grader.py merge shard-*/cohort.json --output report/
+
+exit status: 0 the reports were written, 2 bad usage (nothing graded)
+"""
+
+
+def _cohort_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("returned", type=Path, metavar="RETURNED",
+                        help="a folder holding one folder or .zip per candidate")
+    parser.add_argument("--output", required=True, type=Path, metavar="DIR",
+                        help="the folder to write cohort.csv, cohort.json, details.jsonl and "
+                             "cohort.html into (made if missing)")
+    parser.add_argument("--exercises", nargs="+", metavar="NAME", default=[],
+                        help="the exercises to grade (default: those the candidates' files "
+                             "name)")
+    parser.add_argument("--shard", type=_shard, metavar="K/N",
+                        help="grade only the K-th of N equal parts of the candidates (by name); "
+                             "combine the parts with `merge`")
+    parser.add_argument("--check", action="append", metavar="NAME",
+                        help="run only this check (as `grade --check`); repeatable")
+    parser.add_argument("--jobs", "-j", type=_jobs, default=1, metavar="N",
+                        help="grade N submissions at once (default: 1)")
+    parser.add_argument("--no-mypy", action="store_true",
+                        help="skip the unscored mypy --strict line")
+    parser.add_argument("--isolation", choices=isolation.MODES,
+                        default=os.environ.get(isolation.ENV, "auto"),
+                        help="as `grade --isolation` (default: auto)")
+    parser.add_argument("--wall-limit", type=_positive, default=WALL_LIMIT, metavar="SECONDS",
+                        help=f"hard limit for grading one submission (default: {WALL_LIMIT:g})")
+    parser.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
+                        help="every check's time limit, as `grade --timeout`")
 
 
 def _grade_parser(parser: argparse.ArgumentParser) -> None:
@@ -181,6 +239,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N (as 2/4), got {text!r}")
+    return int(index), int(count)
+
+
 def _jobs(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of jobs >= 1, got {text!r}")
@@ -235,6 +300,8 @@ def _missing(args: argparse.Namespace) -> list[str]:
     if args.verb in ("list", "hint"):
         return []
     needed = list(_REQUIRED)
+    if args.verb in ("cohort", "merge"):
+        needed += ["jinja2", "copydetect"]
     names = {e.name for e in catalog.exercises()}
     if args.verb == "grade" and (args.target == "all" or args.target in names):
         from grading import preload
@@ -268,6 +335,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.verb == "bundle":
         return _bundle(args)
+    if args.verb in ("cohort", "merge"):
+        return _cohort(args)
     from grading.run import grade_all
 
     return grade_all(request(args))
@@ -288,6 +357,18 @@ def _bundle(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(f"wrote {args.output}: {', '.join(e.name for e in exercises)}", file=sys.stderr)
     return 0
+
+
+def _cohort(args: argparse.Namespace) -> int:
+    from grading import cohort
+
+    if args.verb == "merge":
+        return cohort.merge(args.reports, args.output)
+    return cohort.grade(cohort.CohortRequest(
+        args.returned, args.output, exercises=tuple(args.exercises),
+        checks=tuple(args.check or ()), jobs=args.jobs, mypy=not args.no_mypy,
+        isolation=args.isolation, wall_limit=args.wall_limit, timeout=args.timeout,
+        shard=args.shard), _find)
 
 
 def _find(name: str) -> catalog.Exercise:

@@ -12,6 +12,7 @@ import difflib
 import fnmatch
 import glob
 import os
+import sys
 from pathlib import Path
 from typing import NoReturn
 
@@ -20,6 +21,7 @@ from grading.request import GradeRequest
 from grading.results import Check
 
 _SHOWN = 4  # the most candidates an ambiguous --check prefix names
+_LISTED = 20  # the most files a "nothing was graded" message names
 
 
 class UsageError(Exception):
@@ -165,3 +167,39 @@ def _defined_names(tree: ast.Module) -> set[str] | None:
                 return None
             names.add((node.asname or node.name).split(".")[0])
     return names
+
+
+def returned_file(folder: Path, name: str) -> Path | str:
+    """The file to grade as exercise `name` in a returned `folder` (the rule Gradescope's
+    `run_autograder` and `grader.py cohort` share): `NAME.py` at the top of it, else the one
+    `NAME.py` anywhere in it, else its only `.py` file; otherwise why none, naming what was
+    found (a string)."""
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                   if p.is_file() and not p.is_symlink())
+    found = [f for f in files if f.endswith(".py")]
+    exact = [f for f in found if f == f"{name}.py" or f.endswith(f"/{name}.py")]
+    if f"{name}.py" in exact:
+        return folder / f"{name}.py"
+    if len(exact) == 1:
+        return folder / exact[0]
+    if len(found) == 1:
+        return folder / found[0]
+    listed = ", ".join(files[:_LISTED]) or "no files"
+    return (f"Nothing was graded: expected {name}.py (or exactly one .py file), found: "
+            f"{listed}. Resubmit your solution as {name}.py.")
+
+
+def main(argv: list[str]) -> int:
+    """`python -m grading.inputs NAME FOLDER`: the path (relative to FOLDER) of the file to
+    grade, on stdout; or why none, on stderr, with exit status 1 (for `run_autograder`)."""
+    name, folder = argv
+    chosen = returned_file(Path(folder), name)
+    if isinstance(chosen, str):
+        print(chosen, file=sys.stderr)
+        return 1
+    print(chosen.relative_to(folder).as_posix())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
