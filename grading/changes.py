@@ -26,9 +26,12 @@ def since_last(before: Grade | None, after: Grade) -> list[str]:
     """What a regrade changed: checks newly passing or newly failing, and the score."""
     if before is None:
         return []
-    names = {r.check.id: r.check.name for r in after.results}
-    moved = [(cid, then, now) for cid, then, now in _moved(_statuses(before), _statuses(after))
-             if cid in names and then != "absent" and "passed" in (then, now)]
+    order = {r.check.id: (i, r.check.name) for i, r in enumerate(after.results)}
+    moved = sorted(((cid, then, now) for cid, then, now in _moved(_statuses(before),
+                                                                   _statuses(after))
+                    if cid in order and then != "absent" and "passed" in (then, now)),
+                   key=lambda m: order[m[0]][0])
+    names = {cid: name for cid, (_, name) in order.items()}
     lines = [f"since the last run: score {num(before.score)} -> {num(after.score)}"]
     lines += [f"  now passing: {names[cid]}" for cid, _, now in moved if now == "passed"]
     lines += [f"  now failing: {names[cid]}" for cid, then, _ in moved if then == "passed"]
@@ -64,9 +67,10 @@ def since_saved(grades: list[Grade], old: Path, before: list[dict[str, Any]],
         moved = _moved(was, _statuses(grade))
         then = match.get("grader") or {}
         same = then.get("checks_sha256") == grade.provenance.get("checks_sha256")
+        checks = "the same checks" if same else "the checks, the reference or the grader changed"
         out.write(f"compare {grade.exercise} {grade.submission}: score {match.get('score')} -> "
                   f"{num(grade.score)}; {len(moved)} check(s) moved; "
-                  f"{'the same checks' if same else 'the checks or the reference changed'} "
+                  f"{checks} "
                   f"(commit {then.get('commit', '?')} -> {grade.provenance.get('commit')})\n")
         for cid, was_status, now_status in moved:
             out.write(f"  {cid}: {was_status} -> {now_status}\n")

@@ -21,8 +21,10 @@ Progress = Callable[[int, int, str], None]  # (checks done, checks in all, the o
 
 
 class ProtocolError(Exception):
-    """The child reported what the contract does not allow: an error of the grader's, never the
-    submission's (a submission that writes to the channel lacks the run's token)."""
+    """The child reported what the contract does not allow. Only the plugin writes records with
+    the run's token, so this is a fault of the grader's: the grade is marked not graded, with
+    the error as its reason. (A submission that reads the token from the plugin in its own
+    process and writes such a record only makes its own grade "not graded".)"""
 
 
 class ChannelReader:

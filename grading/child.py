@@ -96,13 +96,16 @@ def run_child(run: Run, attempt: int, config: contract.Config, results: dict[str
     finally:
         code = processes.kill(proc)
         isolation.end_run_cgroup(cgroup)
-        for record in reader.records():
-            child.apply(record)
-        reader.close()
-        with open(out_fd, "rb") as out:
-            tail = _tail(out)
-            past = killed_for.startswith(_PAST_LIMIT)
-            stuck = _stuck_at(out, run.exercise.name) if past else ""
+        try:
+            last = reader.records()
+        finally:
+            reader.close()
+            with open(out_fd, "rb") as out:
+                tail = _tail(out)
+                past = killed_for.startswith(_PAST_LIMIT)
+                stuck = _stuck_at(out, run.exercise.name) if past else ""
+    for record in last:  # after the files are closed: a bad record raises
+        child.apply(record)
     if run.strikes is not None and killed_for.startswith(_PAST_LIMIT):
         run.strikes.add()
     _conclude(child, config, f"{killed_for}; stuck at {stuck}" if stuck else killed_for,
@@ -184,7 +187,7 @@ def _test_files(exercise: Exercise, only: list[str] | None,
     files: set[str] = set()
     for cid in only:
         known = results[cid].check.file if cid in results else ""
-        files.add(known or (hidden if cid.startswith(f"{hidden}::") else visible))
+        files.add(known or (hidden if cid.startswith(f"{contract.HIDDEN}::") else visible))
     if hidden in files:  # the whole folder already holds every hidden file
         files = {f for f in files if not f.startswith(f"{hidden}/")}
     return sorted(files)

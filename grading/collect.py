@@ -19,6 +19,7 @@ from pathlib import Path
 
 from grading import files, isolation
 from grading.catalog import ROOT, Exercise
+from grading.channel import ProtocolError
 from grading.child import Run, run_child
 from grading.limits import COLLECT_LIMIT, Limits
 from grading.results import Check
@@ -68,7 +69,10 @@ def _collect(exercise: Exercise, limits: Limits) -> list[Check]:
     trusted = replace(limits, wall=COLLECT_LIMIT)  # the stub is not held to a run's wall limit
     with tempfile.TemporaryDirectory(prefix="run-", dir=isolation.runs_dir()) as tmp:
         run = Run(exercise, exercise.stub, trusted, time.monotonic() + COLLECT_LIMIT, Path(tmp))
-        child = run_child(run, 0, {"mode": "collect"}, {})
+        try:
+            child = run_child(run, 0, {"mode": "collect"}, {})
+        except ProtocolError as exc:
+            raise GradingError(f"cannot collect the checks of {exercise.name}: {exc}") from None
     if child.collect_errors or not child.checks:
         detail = child.collect_errors[0] if child.collect_errors else "no checks were collected"
         raise GradingError(f"cannot collect the checks of {exercise.name}: {detail}")

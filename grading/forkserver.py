@@ -33,11 +33,6 @@ from typing import Any, Protocol, TypeVar
 
 from grading import catalog, hostos, isolation, preload
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows, which has no fork server either
-    fcntl = None  # type: ignore[assignment]
-
 _BOOT = Path(__file__).with_name("_boot.py")
 _START_LIMIT = 60.0  # seconds for the server's imports
 _FORK_LIMIT = 5.0  # seconds for a fork to report its pid (it takes milliseconds; a stopped

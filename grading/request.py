@@ -1,4 +1,4 @@
-"""What one `grader.py grade` command asks for, parsed and checked: the input of `run`.
+"""What one `grader.py grade` command asks for: the input of `run`.
 
 `cli` builds a `GradeRequest` from the command line; the tests, the bench and the cohort verb
 build one directly. Standard library only.
@@ -39,6 +39,19 @@ class GradeRequest:
     isolation: str = "auto"
     wall_limit: float = WALL_LIMIT
     timeout: float | None = None  # every check's limit; None: from what it cost the reference
+
+    def __post_init__(self) -> None:
+        """A request made in code is held to what the command line allows."""
+        from grading.results import FEEDBACK
+
+        if self.format not in FORMATS:
+            raise ValueError(f"no report format {self.format!r} (one of {', '.join(FORMATS)})")
+        if self.feedback not in FEEDBACK:
+            raise ValueError(f"no feedback level {self.feedback!r} (one of "
+                             f"{', '.join(FEEDBACK)})")
+        if self.jobs < 1 or not self.wall_limit > 0 or (self.timeout is not None
+                                                         and not self.timeout > 0):
+            raise ValueError("jobs, the wall limit and the timeout must be positive")
 
     @property
     def every_check(self) -> bool:

@@ -49,16 +49,19 @@ class Task(NamedTuple):
 def grade_all(request: GradeRequest) -> int:
     """Grade what `request` asks for, write the report; the exit status (0: every check of
     every submission passed)."""
+    before = changes.read_saved(request.compare) if request.compare else None
     grades = grade_request(request)
     if grades is None:
         return 0
     _write(grades, request)
+    if before is not None and request.compare is not None:  # once the report is safe
+        changes.since_saved(grades, request.compare, before, sys.stderr)
     return 0 if all(g.passed for g in grades) else 1
 
 
 def grade_request(request: GradeRequest) -> list[Grade] | None:
-    """The grades of what `request` asks for (None after `--watch`, which ends by Ctrl-C);
-    `--compare` reported on stderr. Raises `UsageError` for what cannot be graded at all."""
+    """The grades of what `request` asks for (None after `--watch`, which ends by Ctrl-C).
+    Raises `UsageError` for what cannot be graded at all."""
     try:
         notice = isolation.choose(request.isolation)
     except isolation.IsolationError as exc:
@@ -68,7 +71,6 @@ def grade_request(request: GradeRequest) -> list[Grade] | None:
     forkserver.expect(list(request.exercises))  # the server loads what these exercises import
     if request.output and not request.output.resolve().parent.is_dir():
         raise UsageError(f"cannot write {request.output}: no such folder")
-    before = changes.read_saved(request.compare) if request.compare else None
     tasks = [task for exercise in request.exercises for task in _tasks(exercise, request, limits)]
     if notice:  # said once the command line is known to be good: a refusal stays one line
         print(notice, file=sys.stderr)
@@ -84,9 +86,8 @@ def grade_request(request: GradeRequest) -> list[Grade] | None:
         progress.clear()
     if request.candidates:
         for grade in grades:  # a whole grading of a candidate's file: `list` shows it
-            state.record(grade)
-    if before is not None and request.compare is not None:
-        changes.since_saved(grades, request.compare, before, sys.stderr)
+            if not grade.refused:
+                state.record(grade)
     return grades
 
 
@@ -153,10 +154,13 @@ def grade_one(task: Task, limits: Limits, request: GradeRequest,
             results = sandbox.grade(
                 exercise, path, checks, limits,
                 lambda done, total, name: progress(done, total, f"{exercise.name}: {name}"))
-        except ProtocolError as exc:  # the grader's fault: no score, never a failed check
+        except ProtocolError as exc:  # the grader's fault: the grade says "not graded"
+            typecheck.stop(mypy)
             return _refused(task, f"grader error, not graded: {exc}", started)
-        finally:
-            line = typecheck.finish(mypy) if mypy is not None else ""
+        except BaseException:  # Ctrl-C: nothing waits for mypy
+            typecheck.stop(mypy)
+            raise
+        line = typecheck.finish(mypy) if mypy is not None else ""
     grade = Grade(exercise.name, _display(path), results, time.monotonic() - started, line,
                   provenance.of(exercise), reason=_one_failure(results, path, exercise))
     if request.every_check:  # a signature speaks of a whole grading

@@ -28,6 +28,13 @@ def start(exercise: catalog.Exercise, path: Path, tmp: Path) -> subprocess.Popen
         start_new_session=True)
 
 
+def stop(proc: subprocess.Popen[str] | None) -> None:
+    """Kill mypy, if it runs, without waiting for its line."""
+    if proc is not None:
+        proc.kill()
+        proc.wait()
+
+
 def finish(proc: subprocess.Popen[str]) -> str:
     """The report's line: "clean", the count and the first error, or why there is none."""
     try:
