@@ -86,11 +86,12 @@ _SAMPLES = 10
 _SAMPLE_CHARS = 200
 
 # One pass over the Xid part of the line; pid and name are optional and may be '<unknown>'.
+# The code follows "): " exactly, as drivers print it; `PCI:`, `GPU-I:`, `GPU-CI:` are upper case.
 # Numbers stop at 4,300 digits, int()'s limit: a longer code is malformed, a longer pid text.
 _XID = re.compile(
     r"NVRM: Xid\s*\(\s*(?:PCI:)?"
     r"(?P<pci>[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
-    r"(?:\s+GPU-I:[0-9]+(?:\s+GPU-CI:[0-9]+)?)?\s*\):\s*(?P<code>[0-9]{1,4300})\s*"
+    r"(?:\s+GPU-I:[0-9]+(?:\s+GPU-CI:[0-9]+)?)?\s*\): (?P<code>[0-9]{1,4300})\s*"
     r"(?:,\s*"
     r"(?:pid=(?:'<unknown>'|<unknown>|(?P<pid>[0-9]{1,4300}))(?:,\s*|\Z))?"
     r"(?:name=(?P<name>.*?)(?:,\s+|,?\Z))?"

@@ -80,13 +80,42 @@ def test_numbers_too_long_for_int_do_not_crash() -> None:
 @pytest.mark.category("bad_input")
 def test_summarize_refuses_bad_arguments() -> None:
     """summarize refuses a negative top (ValueError), a top that is not an int (True, 2.0), a
-    default_host that is not a str, and a single string (TypeError)."""
+    default_host that is not a str (b"" and 0 too), and a single string (TypeError)."""
     with pytest.raises(ValueError, match="-1"):
         summarize([xid("0000:3b:00", 79)], top=-1)
     with pytest.raises(TypeError):
         summarize(xid("0000:3b:00", 79))
     bad: list[dict[str, object]] = [{"top": True}, {"top": 2.0}, {"top": "3"},
-                                    {"default_host": 5}, {"default_host": b"node-1"}]
+                                    {"default_host": 5}, {"default_host": b"node-1"},
+                                    {"default_host": b""}, {"default_host": 0}]
     for kwargs in bad:
         refused(TypeError, lambda: summarize([], **kwargs),  # type: ignore[arg-type]  # noqa: B023
                 f"summarize([], **{kwargs})")
+
+
+_BAD_ARGUMENTS: list[tuple[dict[str, object], type[Exception]]] = [
+    ({"top": -1}, ValueError), ({"top": True}, TypeError), ({"top": "3"}, TypeError),
+    ({"default_host": ""}, ValueError), ({"default_host": b""}, TypeError),
+]
+
+
+@pytest.mark.category("bad_input")
+def test_summarize_checks_its_arguments_before_reading_a_line() -> None:
+    """summarize refuses bad arguments before it reads a line: the stream is left untouched."""
+    wrong = []
+    for kwargs, exc in _BAD_ARGUMENTS:
+        first = xid("0000:3b:00", 79)
+        lines = iter([first, "usb 1-1: new device\n"])
+        try:
+            summarize(lines, **kwargs)  # type: ignore[arg-type]
+            got = "returned"
+        except exc:
+            got = ""
+        except Exception as e:  # the wrong type is reported with the other cases
+            got = f"raised {type(e).__name__}: {e}"
+        if got:
+            wrong.append(f"summarize(lines, **{kwargs}) {got}, expected {exc.__name__}")
+        elif next(lines, None) != first:
+            wrong.append(f"summarize(lines, **{kwargs}) raised {exc.__name__} but read lines "
+                         "first: the arguments are checked before the first line is read")
+    assert not wrong, "\n".join(wrong)

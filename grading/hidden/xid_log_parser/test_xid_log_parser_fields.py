@@ -61,3 +61,41 @@ def test_a_broken_mig_suffix_is_malformed(suffix: str) -> None:
     except MalformedXidLine:
         return
     pytest.fail(f"parse_line({line!r}) returned {got!r}, expected MalformedXidLine (rule 5)")
+
+
+def _not_malformed(cases: dict[str, str]) -> list[str]:
+    """One line per case whose line parse_line does not refuse with MalformedXidLine."""
+    wrong = []
+    for name, line in cases.items():
+        try:
+            got = parse_line(line)
+        except MalformedXidLine:
+            continue
+        wrong.append(f"{name}: parse_line({line!r}) returned {got!r}")
+    return wrong
+
+
+@pytest.mark.category("bad_input")
+def test_the_code_follows_the_parenthesis_a_colon_and_one_space() -> None:
+    """The code follows "): " exactly: no space, two spaces or a tab before it is malformed."""
+    cases = {
+        "no_space": "NVRM: Xid (PCI:0000:3b:00):79, GPU has fallen off the bus",
+        "two_spaces": "NVRM: Xid (PCI:0000:3b:00):  79, GPU has fallen off the bus",
+        "a_tab": "NVRM: Xid (PCI:0000:3b:00):\t79",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, "expected MalformedXidLine (rule 5: `: ` and the code):\n" + "\n".join(wrong)
+
+
+@pytest.mark.category("bad_input")
+def test_pci_and_mig_keywords_are_upper_case() -> None:
+    """Only the hex digits may be either case: pci:, gpu-i: or gpu-ci: make the line malformed."""
+    cases = {
+        "lower_case_pci": "NVRM: Xid (pci:0000:3b:00): 79, GPU has fallen off the bus",
+        "mixed_case_pci": "NVRM: Xid (Pci:0000:3b:00): 79",
+        "lower_case_instance": "NVRM: Xid (PCI:0000:3b:00 gpu-i:05): 94, Contained",
+        "lower_case_compute_instance": "NVRM: Xid (PCI:0000:3b:00 GPU-I:05 gpu-ci:01): 94, x",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, ("expected MalformedXidLine (rule 5: `PCI:`, `GPU-I:NN`, `GPU-CI:NN` as "
+                       "written):\n" + "\n".join(wrong))

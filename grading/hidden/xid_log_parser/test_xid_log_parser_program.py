@@ -215,3 +215,16 @@ def test_program_json_writes_a_missing_host_as_null(
     assert (code, hosts) == (0, [None, None]), (
         f"(status, hosts of top_gpus and actionable) ({code}, {hosts}); expected (0, [None, None]):"
         " a missing host is null in the JSON")
+
+
+def test_program_text_report_names_actions_by_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text report shows each GPU's action by its value (reset_gpu), not its enum name
+    (RESET_GPU)."""
+    code, out, _ = run_main(capsys, write(tmp_path / "a.log", LOG_A + LOG_B))
+    assert code == 0, f"exit status {code}, expected 0"
+    rows = [row for row in out.splitlines() if "0000:3b:00" in row]
+    assert "RESET_GPU" not in out and "reset_gpu" in out, (
+        "the GPU 0000:3b:00 (Xid 79) should read reset_gpu, the action's value (rule 14), not "
+        "RESET_GPU, its name; its rows:\n" + "\n".join(rows))

@@ -119,6 +119,8 @@ def test_host_is_the_word_before_the_first_kernel_in_the_prefix() -> None:
         "host_alone": ("node-17 kernel: ", "node-17"),
         "one_letter_host": ("a kernel: ", "a"),
         "iso_time_no_host": ("2023-12-02T10:43:35.123456+00:00 kernel: ", "dflt"),
+        # No word before it: not "after a space", so no host (never the word after it).
+        "kernel_at_the_start": ("kernel: [240314.528856] ", "dflt"),
     }
     tail = ", pid=7, name=python3, MMU Fault in CUDA kernel: gemm_f16"
     wrong = mismatches(cases, lambda pre: fields(xid("0000:3b:00", 31, tail, pre=pre), "dflt")[0])

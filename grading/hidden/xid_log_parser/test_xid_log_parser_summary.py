@@ -29,6 +29,7 @@ from xid_log_parser_helpers import (
 @example(entries=[("node-1", "0000:3b:00", 79, True), "bad", "noise"], top=1)
 @example(entries=["blank", "bad", (None, "0000:3b:00", 13, False), "bad_bytes", "blank"], top=1)
 @example(entries=[("NODE-2", "0000:3b:00", 79, False), (None, "0000:5e:00", 79, False)], top=1)
+@example(entries=[("node-1", "0000:3b:00", 13, False), ("NODE-2", "0000:3b:00", 79, False)], top=2)
 def test_summary_matches_a_brute_force_model(entries: list[Any], top: int) -> None:
     """Counts, top GPUs and actionable GPUs match a brute-force model of the same lines."""
     lines, kinds = zip(*map(render, entries), strict=True) if entries else ((), ())
@@ -41,6 +42,10 @@ def test_summary_matches_a_brute_force_model(entries: list[Any], top: int) -> No
 @given(entries=st.lists(ENTRY, min_size=1, max_size=30), seed=st.randoms(use_true_random=False))
 @example(entries=[(None, "0000:5e:00", 13, False), (None, "0000:3b:00", 13, False)],
          seed=random.Random(0))
+# One slot on two hosts is two GPUs: an answer keyed by PCI alone fails here at once, before
+# any shrinking (random.Random(0) swaps the last two lines).
+@example(entries=["noise", ("node-1", "0000:3b:00", 13, False),
+                  ("NODE-2", "0000:3b:00", 79, False)], seed=random.Random(0))
 def test_top_gpus_do_not_depend_on_input_order(entries: list[Any], seed: Any) -> None:
     """Shuffling the lines never changes top_gpus or actionable (ties are broken by GPU)."""
     lines = [render(e)[0] for e in entries]
@@ -151,6 +156,7 @@ _GPU = ("node-1", "0000:3b:00")
 @example(first=[(*_GPU, 13, False), (*_GPU, 92, False)], second=[(*_GPU, 64, True)], top=1)
 @example(first=[("NODE-2", "0000:3b:00", 13, False)] * 2,
          second=[(None, "0000:5e:00", 13, False)] * 2, top=1)
+@example(first=[(*_GPU, 13, False)], second=[("NODE-2", "0000:3b:00", 79, False)], top=2)
 def test_concatenated_logs_summarize_as_the_merge_of_their_summaries(
     first: list[Any], second: list[Any], top: int
 ) -> None:
