@@ -92,7 +92,7 @@ def test_what_the_contract_does_not_allow_is_a_protocol_error(record: dict[str, 
     assert result.status == "pending", "a broken record must not decide a check"
 
 
-def test_a_protocol_error_is_not_graded_never_a_failed_check(
+def test_a_protocol_error_marks_the_grade_not_graded(
         monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*_args: object, **_kwargs: object) -> list[Result]:
         raise ProtocolError("the child reported an unknown status 'skipped'")
