@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -73,6 +75,32 @@ def test_kv_heads_not_dividing_query_heads_raise() -> None:
     """num_key_value_heads that does not divide num_attention_heads raises ValueError."""
     _refused({**LLAMA_31_8B, "num_key_value_heads": 5}, "num_key_value_heads",
              "32 query heads, 5 KV heads")
+
+
+def test_more_kv_heads_than_attention_heads_raise() -> None:
+    """num_key_value_heads must divide num_attention_heads: 16 KV heads over 8 attention heads
+    raise ValueError (the heads are not a tp that may divide either way)."""
+    config = {"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 16,
+              "head_dim": 128}
+    _refused(config, "num_key_value_heads", "8 attention heads, 16 KV heads")
+
+
+def test_a_layer_types_longer_than_the_layers_raises() -> None:
+    """layer_types has exactly one entry per layer: a longer list raises ValueError naming
+    layer_types, never cut to num_hidden_layers."""
+    kinds = ["full_attention", "full_attention", "sliding_attention"]
+    config = {"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 8,
+              "sliding_window": 16, "layer_types": kinds}
+    _refused(config, "layer_types", f"2 layers and layer_types {kinds}")
+
+
+def test_layer_types_entries_that_are_not_strings_raise_value_error() -> None:
+    """A layer_types entry that is not one of the two kinds (a dict, a list, null) raises
+    ValueError naming layer_types, never another error."""
+    for entry in ({"type": "full_attention"}, ["full_attention"], None):
+        config = {"num_hidden_layers": 1, "num_attention_heads": 1, "head_dim": 8,
+                  "layer_types": [entry]}
+        _refused(config, "layer_types", f"1 layer and layer_types [{entry!r}]")
 
 
 @pytest.mark.points(2)
@@ -152,6 +180,22 @@ def test_a_dtype_that_only_starts_like_a_known_one_is_refused() -> None:
                         "expected ValueError: only fp32, bf16, fp16 and fp8 are dtypes")
 
 
+def test_a_dtype_in_another_case_is_refused() -> None:
+    """dtype names are exact: "BF16", "FP8" or "Fp16" raise ValueError, never a guess."""
+    shape = kv_shape(LLAMA_31_8B)
+    for dtype in ("BF16", "FP8", "Fp16", "FP32"):
+        try:
+            got = kv_bytes_per_token(shape, dtype=dtype)
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"kv_bytes_per_token(Llama-3.1-8B, dtype={dtype!r}) returned {got}, "
+                        "expected ValueError: only fp32, bf16, fp16 and fp8 are dtypes")
+        with pytest.raises(ValueError):
+            max_concurrency(shape, gpu_memory=80 * 2**30, weights=0, tp=1, context=1,
+                            dtype=dtype, reserve=0.0)
+
+
 _OK: dict[str, Any] = {"gpu_memory": 80 * 2**30, "weights": 0, "tp": 2, "context": 4096,
                        "block_tokens": 16, "dtype": "bf16", "reserve": 0.1}
 
@@ -181,6 +225,19 @@ def test_a_bool_reserve_raises() -> None:
             max_concurrency(LLAMA_70B, **{**_OK, "reserve": bad})
 
 
+def test_a_reserve_that_is_not_an_int_or_a_float_raises() -> None:
+    """reserve is an int or a float: a Fraction, a Decimal or a str raises TypeError (or
+    ValueError), never a result."""
+    for bad in (Fraction(1, 10), Decimal("0.1"), "0.1"):
+        try:
+            got = max_concurrency(LLAMA_70B, **{**_OK, "reserve": bad})
+        except (TypeError, ValueError):
+            pass
+        else:
+            pytest.fail(f"max_concurrency(Llama-3.1-70B, reserve={bad!r}) returned {got}, "
+                        "expected TypeError: reserve must be an int or a float")
+
+
 def test_tp_that_does_not_divide_the_kv_heads_raises() -> None:
     """tp and kv_heads must divide one another: 8 KV heads cannot be split over 3 or 12 ranks."""
     for tp in (3, 6, 12):
@@ -196,6 +253,20 @@ def test_bad_arguments_raise_even_when_the_weights_do_not_fit() -> None:
     the weights leave no room: a bad argument is an error, not 0 sequences."""
     huge = {**_OK, "weights": 10**15}  # far more than 2 GPUs of 80 GiB hold
     for name, bad in [("dtype", "int8"), ("tp", 3)]:
+        try:
+            got = max_concurrency(LLAMA_70B, **{**huge, name: bad})
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"max_concurrency(Llama-3.1-70B, weights=10**15, {name}={bad!r}) returned "
+                        f"{got}, expected ValueError: the {name} is bad whatever the weights")
+
+
+def test_a_bad_count_raises_even_when_the_weights_do_not_fit() -> None:
+    """A context or block_tokens below 1 raises ValueError even when the weights leave no room:
+    a bad argument is an error, not 0 sequences."""
+    huge = {**_OK, "weights": 10**15}  # far more than 2 GPUs of 80 GiB hold
+    for name, bad in [("context", 0), ("block_tokens", 0), ("context", -1), ("gpu_memory", 0)]:
         try:
             got = max_concurrency(LLAMA_70B, **{**huge, name: bad})
         except ValueError:

@@ -139,6 +139,25 @@ def test_weights_beyond_float_precision_are_split_exactly() -> None:
 
 
 @edge
+def test_an_uneven_share_of_the_weights_rounds_up() -> None:
+    """Each rank holds ceil(weights / tp) bytes of the weights: 5 bytes over 2 ranks is 3 bytes
+    a rank, not 2."""
+    byte = KVShape("mla", 1, 1, 1, 1)  # one byte a sequence in fp8 with one-token blocks
+    _fits(byte, 7, "10 bytes a GPU - ceil(5 / 2) = 3 bytes of weights: 7 one-byte sequences",
+          gpu_memory=10, weights=5, tp=2, context=1, block_tokens=1, dtype="fp8")
+    _fits(byte, 0, "1 byte a GPU - ceil(1 / 4) = 1 byte of weights: nothing left",
+          gpu_memory=1, weights=1, tp=4, context=1, block_tokens=1, dtype="fp8")
+
+
+@edge
+def test_the_answer_is_exact_past_float_precision() -> None:
+    """The answer is the cache bytes divided by a sequence's bytes, rounded down, in exact int
+    arithmetic: past 2**53 bytes a float division rounds up to a sequence that does not fit."""
+    why = "2**60 - 1 bytes hold 2**54 - 1 sequences of 64 bytes (one 16-token block), not 2**54"
+    _fits(TINY, 2**54 - 1, why, gpu_memory=2**60 - 1, context=16, reserve=0)
+
+
+@edge
 def test_a_sequence_larger_than_the_cache_gives_zero() -> None:
     """A sequence bigger than the whole cache gives 0; exactly the cache gives 1."""
     _fits(TINY, 0, "one 64-byte block needed, 63 bytes free", gpu_memory=63, context=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -20,7 +22,7 @@ from kv_cache_helpers import (
 )
 
 
-def _shape_is(config: dict[str, Any], want: KVShape, what: str) -> None:
+def _shape_is(config: Mapping[str, Any], want: KVShape, what: str) -> None:
     got = kv_shape(config)
     assert got == want, f"kv_shape({what}) returned {got}, expected {want}"
 
@@ -188,6 +190,44 @@ def test_null_layer_types_are_no_layer_types() -> None:
               "Mistral-7B-v0.1 with layer_types null")
     _shape_is({**LLAMA_31_8B, "layer_types": None}, KVShape("gqa", 32, 8, 128, 2),
               "Llama-3.1-8B with layer_types null")
+
+
+def test_only_gemma2_alternates_its_layers() -> None:
+    """Local and global layers alternate for "model_type": "gemma2" only: any other model_type
+    with a sliding_window and no layer_types (gemma3_text, gemma) slides every layer."""
+    for model_type in ("gemma3_text", "gemma", "gemma2_text"):
+        config = {"model_type": model_type, "num_hidden_layers": 6, "num_attention_heads": 8,
+                  "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 1024}
+        _shape_is(config, KVShape("gqa", 6, 4, 256, 2, 6, 1024),
+                  f"6 layers, model_type {model_type!r}, sliding_window 1024, no layer_types")
+
+
+def test_one_head_with_one_kv_head_is_multi_head() -> None:
+    """One attention head with one KV head (absent, null or 1) is "mha": the two counts are equal;
+    "gqa" is for fewer KV heads than attention heads."""
+    for kv in ({}, {"num_key_value_heads": None}, {"num_key_value_heads": 1}):
+        config = {"num_hidden_layers": 2, "num_attention_heads": 1, "hidden_size": 64, **kv}
+        _shape_is(config, KVShape("mha", 2, 1, 64, 2), f"{config}")
+
+
+def test_the_window_rules_apply_to_latent_attention() -> None:
+    """The window rules (5 to 8) read the window fields whatever the attention kind: a latent
+    config with a sliding_window slides every layer, or those its layer_types name."""
+    latent = {"num_hidden_layers": 2, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+    _shape_is({**latent, "sliding_window": 4096}, KVShape("mla", 2, 1, 576, 1, 2, 4096),
+              "a 2-layer latent config with sliding_window 4096")
+    kinds = ["sliding_attention", "full_attention"]
+    _shape_is({**latent, "sliding_window": 4096, "layer_types": kinds},
+              KVShape("mla", 2, 1, 576, 1, 1, 4096),
+              f"a 2-layer latent config with sliding_window 4096 and layer_types {kinds}")
+
+
+def test_any_mapping_is_a_config() -> None:
+    """kv_shape takes any Mapping, not only a dict: a read-only MappingProxyType of a published
+    config reads as the dict does."""
+    for model in ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-2-27B"):
+        config, want, _ = REAL[model]
+        _shape_is(MappingProxyType(config), want, f"MappingProxyType({model})")
 
 
 # ---------------------------------------------------------------- metamorphic
