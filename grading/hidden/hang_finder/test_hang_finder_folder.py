@@ -1,5 +1,5 @@
 """Hidden checks for hang_finder: what scan makes of a folder (sub-folders, links that lead
-nowhere, groups of other ranks), and the command line's JSON for a name that is not UTF-8."""
+nowhere, groups of other ranks), and the command line with a file name that is not UTF-8."""
 
 from __future__ import annotations
 
@@ -67,6 +67,29 @@ def test_scan_never_raises_for_a_link_that_leads_nowhere(tmp_path: Path) -> None
     names = [name for name, _ in report.unreadable]
     assert names in ([], ["nccl_trace_rank_1.json"]), (
         f"unreadable lists {names}: only the link may be there")
+
+
+def test_the_command_line_prints_a_file_name_that_is_not_utf8(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
+    escaped, say): main does not crash printing it to a UTF-8 stdout."""
+    _write(tmp_path, job(2, 1, 1).docs)
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
+            f.write(b"\x00\xff garbage")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses a file name that is not UTF-8")
+    out = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
+    try:
+        code = main([str(tmp_path)])
+        sys.stdout.flush()
+    except UnicodeEncodeError as err:
+        pytest.fail(f"main raised UnicodeEncodeError printing the report: {err}")
+    text = out.getvalue().decode("utf-8")
+    assert code == 1 and "trace_2" in text, (
+        f"a folder with an unreadable trace_2\\xff.json: exit {code}, printed {text!r}; expected "
+        f"exit 1 and a paragraph naming the file")
 
 
 def test_the_command_line_json_shows_a_file_name_that_is_not_utf8(
