@@ -233,12 +233,8 @@ def _text(grade: Grade, out: TextIO, *, color: bool, verbose: bool, feedback: st
         if _shown(r, feedback):
             detail = [line for line in r.message.splitlines() if line.strip()]
             detail += [line for line in r.falsifying.splitlines() if line.strip()]
-            kept = detail if verbose else _kept(detail, 6)
-            for line in kept:
+            for line in detail if verbose else _kept(detail, 6):
                 out.write(f"          {line if verbose else _clip(line)}\n")
-            if len(detail) > len(kept):
-                more = len(detail) - len(kept)
-                out.write(f"          ... ({more} more lines; --verbose shows all)\n")
         out.write(f"          rerun: --check {r.check.id.split('::', 1)[1]}\n")
     if feedback == "full":
         for known in grade.diagnoses:
@@ -262,7 +258,8 @@ _WIDTH = 160
 
 def _kept(lines: list[str], most: int) -> list[str]:
     """At most `most` of `lines`, in order: the first (what failed), the last (a check's own
-    explanation often ends its message), the comparisons (`a != b`), then the earliest."""
+    explanation often ends its message), the comparisons (`a != b`), then the earliest; where
+    lines were left out, a line saying how many."""
     if len(lines) <= most:
         return lines
     order = [0, len(lines) - 1, *(i for i, line in enumerate(lines) if " != " in line),
@@ -273,7 +270,14 @@ def _kept(lines: list[str], most: int) -> list[str]:
             chosen.append(i)
         if len(chosen) == most:
             break
-    return [lines[i] for i in sorted(chosen)]
+    kept, previous = [], -1
+    for i in sorted(chosen):
+        gap = i - previous - 1
+        if gap:
+            kept.append(f"... ({gap} more line{'s' if gap > 1 else ''}; --verbose shows all)")
+        kept.append(lines[i])
+        previous = i
+    return kept
 
 
 def _clip(line: str) -> str:

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -123,30 +122,6 @@ def test_json_report_follows_its_schema() -> None:
         assert check["status"] == "passed"
         assert check["visibility"] == "hidden"
         assert check["id"].startswith("hidden::test_")
-
-
-def test_gradescope_report_follows_the_autograder_schema() -> None:
-    done = run_grader(["token_bucket", "--no-mypy", "--format", "gradescope", *_CHECKS])
-    assert done.code == 1
-    (results,) = done.json_lines()
-    assert results["score"] == 0
-    assert isinstance(results["execution_time"], float)
-    assert len(results["tests"]) == 3
-    for test in results["tests"]:
-        assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
-        assert test["status"] == "failed" and test["score"] == 0
-        assert "not started: this is the unmodified stub" in test["output"]
-
-
-def test_junit_report_is_xml_with_one_case_per_check(tmp_path: Path) -> None:
-    out = tmp_path / "report.xml"
-    done = run_grader(["token_bucket", "--no-mypy", "--format", "junit", "--output", str(out),
-                       *_CHECKS])
-    assert done.code == 1 and done.stdout == ""
-    suite = ET.parse(out).getroot().find("testsuite")
-    assert suite is not None
-    assert suite.get("tests") == "3" and suite.get("failures") == "3"
-    assert len(suite.findall("testcase/failure")) == 3
 
 
 def test_text_report_ends_with_the_score_and_reports_mypy() -> None:

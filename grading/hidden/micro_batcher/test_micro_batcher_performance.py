@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import anyio
 import anyio.lowlevel
 import kata_measure
@@ -36,14 +38,21 @@ async def _checkpoint(_: int) -> None:
 
 
 class _Steps(trio.abc.Instrument):
-    def __init__(self) -> None:
-        self.count = 0
+    """Counts task steps; past `budget` it cancels the run, so a wrong answer that takes far
+    too many steps is stopped at twice what would pass, not left to run into the time limit."""
+
+    def __init__(self, budget: float) -> None:
+        self.count, self.budget = 0, budget
+        self.scope: trio.CancelScope | None = None
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self.count += 1
+        if self.count > self.budget and self.scope is not None:
+            self.scope.cancel()
 
 
-def _scheduler_steps(n: int, batched: bool, size: int = 64, wait: float = LONG) -> int:
+def _scheduler_steps(n: int, batched: bool, size: int = 64, wait: float = LONG,
+                     budget: float = math.inf) -> int:
     async def process(items: list[int]) -> list[int]:
         await anyio.lowlevel.checkpoint()
         return items
@@ -51,11 +60,12 @@ def _scheduler_steps(n: int, batched: bool, size: int = 64, wait: float = LONG) 
     async def main() -> None:
         batcher = MicroBatcher(process, max_batch_size=size, max_wait=wait)
         trio.lowlevel.add_instrument(steps)
-        async with batcher, anyio.create_task_group() as tg:
-            for i in range(n):
-                tg.start_soon(batcher.submit if batched else _checkpoint, i)
+        with trio.CancelScope() as steps.scope:
+            async with batcher, anyio.create_task_group() as tg:
+                for i in range(n):
+                    tg.start_soon(batcher.submit if batched else _checkpoint, i)
 
-    steps = _Steps()
+    steps = _Steps(budget)
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     return steps.count
 
@@ -63,7 +73,8 @@ def _scheduler_steps(n: int, batched: bool, size: int = 64, wait: float = LONG) 
 def test_scheduler_work_per_item_is_a_small_multiple_of_a_checkpoint() -> None:
     """Per-item scheduler work is a small multiple of one checkpoint (no polling, no busy loop)."""
     n = 512
-    batched, baseline = _scheduler_steps(n, batched=True), _scheduler_steps(n, batched=False)
+    baseline = _scheduler_steps(n, batched=False)
+    batched = _scheduler_steps(n, batched=True, budget=8 * baseline)
     kata_measure.count(4 * baseline, batched, label="count: task steps")
     assert batched <= 4 * baseline, \
         f"{n} callers took {batched} task steps through the batcher, {baseline} for one " \
@@ -73,8 +84,8 @@ def test_scheduler_work_per_item_is_a_small_multiple_of_a_checkpoint() -> None:
 def test_a_finished_batch_wakes_only_its_own_callers() -> None:
     """Scheduler work per item stays small with hundreds of callers waiting (no broadcast wake)."""
     n = 512  # batches of one, so hundreds of callers wait while each batch runs
-    batched = _scheduler_steps(n, batched=True, size=1, wait=0.0)
     baseline = _scheduler_steps(n, batched=False)
+    batched = _scheduler_steps(n, batched=True, size=1, wait=0.0, budget=16 * baseline)
     kata_measure.count(8 * baseline, batched, label="count: task steps")
     assert batched <= 8 * baseline, \
         f"{n} callers in batches of one took {batched} task steps through the batcher, " \
