@@ -184,8 +184,19 @@ def test_the_command_line_says_what_is_wrong_with_exit_status_2(
         assert code == 2, f"main({argv}) returned {code}, expected 2"
         assert err and "Traceback" not in err, f"main({argv}) printed {err!r} on stderr"
         assert names in err, f"main({argv}): the line on stderr should name {names!r}: {err!r}"
-        assert len(err.splitlines()) == 1, (
-            f"main({argv}) wrote {len(err.splitlines())} lines on stderr, expected one: {err!r}")
+
+
+@pytest.mark.points(2)
+def test_bad_usage_writes_exactly_one_line_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad option or no folder at all: exactly one line on stderr (argparse's own usage line
+    and error are two) and exit status 2."""
+    for argv in ([str(tmp_path), "--format", "yaml"], [], [str(tmp_path), "--bogus"]):
+        code = main(argv)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert (code, len(lines)) == (2, 1), (
+            f"main({argv}) returned {code} and wrote {len(lines)} lines on stderr: {lines}; "
+            f"expected 2 and one line naming what is wrong (rule 13)")
 
 
 def _with(path: tuple[Any, ...], value: Any) -> str:
