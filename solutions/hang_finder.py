@@ -143,7 +143,7 @@ def _ranks(raw: object, where: str) -> tuple[int, ...]:
     if isinstance(raw, str):
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, nested too deep, a number too long
             value = None
     if not isinstance(value, list) or not all(
         isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in value
@@ -230,7 +230,7 @@ def load_dump(source: str | os.PathLike[str] | TextIO, rank: int | None = None) 
         if rank is None:
             raise ValueError(f"no rank given and no number in the name of {where}")
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-        raise ValueError(f"rank must be an int >= 0, got {rank!r}")
+        raise ValueError(f"{where}: rank must be an int >= 0, got {rank!r}")
     try:
         if isinstance(source, str | os.PathLike):
             with open(source, encoding="utf-8") as f:

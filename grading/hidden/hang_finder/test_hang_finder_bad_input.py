@@ -20,11 +20,13 @@ _GOOD = job(2, 1, 1).docs[1]
 
 @pytest.mark.points(2)
 def test_the_rank_comes_from_the_last_number_in_the_file_name(tmp_path: Path) -> None:
-    """The rank is the last number in the file's name; an explicit rank wins."""
+    """The rank is the last number in the file's name, an extension's included; an explicit rank
+    wins."""
     text = json.dumps(_GOOD)
     for name, want in [("nccl_trace_rank_17", 17), ("host-12_rank_3.json", 3),
                        ("job7_trace_0.json", 0), ("trace_4096.json", 4096),
-                       ("trace-17.json", 17), ("rank17.json", 17), ("dump.rank5", 5)]:
+                       ("trace-17.json", 17), ("rank17.json", 17), ("dump.rank5", 5),
+                       ("trace_17.json.1", 1)]:
         (tmp_path / name).write_text(text, encoding="utf-8")
         got = load_dump(tmp_path / name).rank
         assert got == want, f"load_dump({name!r}).rank is {got}, expected {want}"
@@ -39,6 +41,14 @@ def test_no_rank_in_name_or_argument_raises_value_error() -> None:
         load_dump(io.StringIO(json.dumps(_GOOD)))
     with pytest.raises(ValueError):
         load_dump(io.StringIO(json.dumps(_GOOD)), rank=-1)
+
+
+def test_a_negative_rank_raises_value_error_naming_the_file(tmp_path: Path) -> None:
+    """load_dump(path, rank=-1) raises ValueError, and the message names the file."""
+    path = tmp_path / "nccl_trace_rank_3.json"
+    path.write_text(json.dumps(_GOOD), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(path.name)):
+        load_dump(path, rank=-1)
 
 
 def _broken() -> dict[str, str]:
@@ -77,6 +87,25 @@ def test_a_dump_nested_too_deep_raises_dump_error_and_scan_lists_it(tmp_path: Pa
     report = scan(tmp_path)
     assert [name for name, _ in report.unreadable] == ["trace_0.json"], (
         f"scan of a folder holding only that file: unreadable is {report.unreadable}")
+    # The same inside a group's ranks, which PyTorch writes as JSON text within the JSON.
+    path.write_text(_with(("pg_config", "0", "ranks"), "[" * 100_000 + "]" * 100_000),
+                    encoding="utf-8")
+    got = refusal(path)
+    assert got == "DumpError naming the file", (
+        f"a dump whose pg_config ranks is the text of 100,000 nested lists: {got}")
+    report = scan(tmp_path)
+    assert [name for name, _ in report.unreadable] == ["trace_0.json"], (
+        f"scan of a folder holding only that file: unreadable is {report.unreadable}")
+
+
+def test_a_number_past_the_digit_limit_raises_dump_error(tmp_path: Path) -> None:
+    """An integer of 5,000 digits (past what Python's json takes in) raises DumpError naming the
+    file, not a plain ValueError."""
+    path = tmp_path / "trace_0.json"
+    path.write_text(json.dumps(_GOOD).replace('"record_id": 0', '"record_id": 1' + "0" * 4999, 1),
+                    encoding="utf-8")
+    got = refusal(path)
+    assert got == "DumpError naming the file", f"a record_id of 5,000 digits: {got}"
 
 
 def test_a_dump_that_is_not_utf8_raises_dump_error(tmp_path: Path) -> None:
@@ -87,6 +116,27 @@ def test_a_dump_that_is_not_utf8_raises_dump_error(tmp_path: Path) -> None:
     path.write_bytes(text.encode("latin-1"))
     got = refusal(path)
     assert got == "DumpError naming the file", f"a desc written in Latin-1 (b'caf\\xe9'): {got}"
+
+
+def test_a_text_stream_that_is_not_utf8_raises_dump_error(tmp_path: Path) -> None:
+    """An open UTF-8 text file whose bytes are not UTF-8 raises DumpError naming the file, not
+    UnicodeDecodeError."""
+    path = tmp_path / "trace_1.json"
+    text = json.dumps(_GOOD, ensure_ascii=False).replace('"default_pg"', '"caf\u00e9"', 1)
+    path.write_bytes(text.encode("latin-1"))
+    with path.open(encoding="utf-8") as f:
+        try:
+            load_dump(f)
+        except DumpError as err:
+            message = str(err)
+        except Exception as err:  # any other exception is the failure reported
+            pytest.fail(f"load_dump(a UTF-8 text stream of Latin-1 bytes) raised "
+                        f"{type(err).__name__}: {err}, expected DumpError")
+        else:
+            pytest.fail("load_dump(a UTF-8 text stream of Latin-1 bytes) returned a dump, "
+                        "expected DumpError")
+    assert path.name in message, (
+        f"load_dump(open file) raised DumpError({message!r}): the message should name the file")
 
 
 def test_a_binary_file_raises_dump_error(tmp_path: Path) -> None:
@@ -134,6 +184,19 @@ def test_the_command_line_says_what_is_wrong_with_exit_status_2(
         assert code == 2, f"main({argv}) returned {code}, expected 2"
         assert err and "Traceback" not in err, f"main({argv}) printed {err!r} on stderr"
         assert names in err, f"main({argv}): the line on stderr should name {names!r}: {err!r}"
+
+
+@pytest.mark.points(2)
+def test_bad_usage_writes_exactly_one_line_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad option or no folder at all: exactly one line on stderr (argparse's own usage line
+    and error are two) and exit status 2."""
+    for argv in ([str(tmp_path), "--format", "yaml"], [], [str(tmp_path), "--bogus"]):
+        code = main(argv)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert (code, len(lines)) == (2, 1), (
+            f"main({argv}) returned {code} and wrote {len(lines)} lines on stderr: {lines}; "
+            f"expected 2 and one line naming what is wrong (rule 13)")
 
 
 def _with(path: tuple[Any, ...], value: Any) -> str:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -253,7 +250,8 @@ def test_findings_are_sorted_by_members_then_id_whatever_the_config_order() -> N
 
 
 def test_one_rank_world_and_scan_infers_world_size(tmp_path: Path) -> None:
-    """world_size 1 is valid; scan infers it from file names (readable or not) and groups."""
+    """world_size 1 is valid; scan infers it from file names (readable or not) and groups, and
+    checks only a readable dump's rank against it."""
     one = job(1, 1, 2).docs
     assert find_hang(dumps_of(one), 1) == Report("no_hang", (), ()), "a 1-rank healthy job"
     _write(tmp_path, one)
@@ -265,6 +263,9 @@ def test_one_rank_world_and_scan_infers_world_size(tmp_path: Path) -> None:
     (tmp_path / "README.txt").unlink()
     (tmp_path / "corrupt_rank_7.json").write_text("{", encoding="utf-8")
     assert scan(tmp_path).no_dump == tuple(range(1, 8)), "an unreadable rank-7 file: world 8"
+    report = scan(tmp_path, 1)  # only a readable dump's rank is checked against world_size
+    assert (report.no_dump, [n for n, _ in report.unreadable]) == ((), ["corrupt_rank_7.json"]), (
+        f"scan(world_size=1) of rank 0's dump and an unreadable corrupt_rank_7.json: {report}")
     for path in tmp_path.iterdir():
         path.unlink()
     _write(tmp_path, job(2, 1, 1).docs)
@@ -377,25 +378,3 @@ def test_other_output_sizes_or_output_dtypes_are_a_mismatch(field: str) -> None:
         f"rank 3's entry at dp seq 3 has {field} {wrong[field]}, its peers' the same as their "
         f"inputs: got {got}, expected {want} (rule 8 compares outputs too)")
 
-
-def test_the_command_line_prints_a_file_name_that_is_not_utf8(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
-    escaped, say): main does not crash printing it to a UTF-8 stdout."""
-    _write(tmp_path, job(2, 1, 1).docs)
-    try:
-        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
-            f.write(b"\x00\xff garbage")
-    except (OSError, UnicodeError):
-        pytest.skip("this file system refuses a file name that is not UTF-8")
-    out = io.BytesIO()
-    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
-    try:
-        code = main([str(tmp_path)])
-        sys.stdout.flush()
-    except UnicodeEncodeError as err:
-        pytest.fail(f"main raised UnicodeEncodeError printing the report: {err}")
-    text = out.getvalue().decode("utf-8")
-    assert code == 1 and "trace_2" in text, (
-        f"a folder with an unreadable trace_2\\xff.json: exit {code}, printed {text!r}; expected "
-        f"exit 1 and a paragraph naming the file")

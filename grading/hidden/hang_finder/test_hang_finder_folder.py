@@ -1,0 +1,120 @@
+"""Hidden checks for hang_finder: what scan makes of a folder (sub-folders, links that lead
+nowhere, groups of other ranks), and the command line with a file name that is not UTF-8."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hang_finder import main, scan
+from hang_finder_helpers import Doc, job
+
+
+def _write(folder: Path, docs: dict[int, Doc]) -> None:
+    for r, doc in docs.items():
+        (folder / f"nccl_trace_rank_{r}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_scan_skips_sub_folders(tmp_path: Path) -> None:
+    """scan skips a sub-folder: it is not an unreadable file, and the number in its name
+    raises no world_size."""
+    _write(tmp_path, job(2, 1, 1).docs)
+    old = tmp_path / "old_3"
+    old.mkdir()
+    (old / "nccl_trace_rank_3.json").write_text("{", encoding="utf-8")
+    report = scan(tmp_path)
+    got = (report.kind, report.no_dump, [name for name, _ in report.unreadable])
+    assert got == ("no_hang", (), []), (
+        f"scan of a healthy 2-rank job's dumps beside a sub-folder old_3/: kind, no_dump, "
+        f"unreadable names = {got}, expected ('no_hang', (), []) (scan skips sub-folders)")
+
+
+def test_scan_infers_world_size_from_groups_that_leave_out_the_files_rank(
+        tmp_path: Path) -> None:
+    """scan's default world_size counts every group in a dump's pg_config, also one that does
+    not list that dump's own rank."""
+    docs = job(2, 1, 1).docs
+    docs[1]["pg_config"]["7"] = {"name": "7", "desc": "pp", "ranks": "[4, 5]"}
+    _write(tmp_path, docs)
+    report = scan(tmp_path)
+    got = (report.kind, report.no_dump)
+    assert got == ("missing_rank", (2, 3, 4, 5)), (
+        f"rank 1's pg_config also lists group 7 of ranks [4, 5] (rule 2 ignores it on rank 1): "
+        f"scan's kind, no_dump = {got}, expected ('missing_rank', (2, 3, 4, 5)) (world_size is "
+        f"one more than the highest rank in any group)")
+
+
+@pytest.mark.category("bad_input")
+def test_scan_never_raises_for_a_link_that_leads_nowhere(tmp_path: Path) -> None:
+    """A dangling link in the folder is skipped or listed in unreadable; scan never raises for
+    it."""
+    _write(tmp_path, {0: job(2, 1, 1).docs[0]})
+    try:
+        os.symlink(tmp_path / "gone", tmp_path / "nccl_trace_rank_1.json")
+    except (OSError, NotImplementedError):
+        pytest.skip("this file system makes no symbolic links")
+    try:
+        report = scan(tmp_path, 2)
+    except OSError as err:
+        pytest.fail(f"scan raised {type(err).__name__} for a link that leads nowhere: {err}")
+    assert report.no_dump == (1,), (
+        f"rank 0's dump beside nccl_trace_rank_1.json, a link to a file that does not exist, "
+        f"world_size 2: no_dump is {report.no_dump}, expected (1,)")
+    names = [name for name, _ in report.unreadable]
+    assert names in ([], ["nccl_trace_rank_1.json"]), (
+        f"unreadable lists {names}: only the link may be there")
+
+
+def test_the_command_line_prints_a_file_name_that_is_not_utf8(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
+    escaped, say): main does not crash printing it to a UTF-8 stdout."""
+    _write(tmp_path, job(2, 1, 1).docs)
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
+            f.write(b"\x00\xff garbage")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses a file name that is not UTF-8")
+    out = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
+    try:
+        code = main([str(tmp_path)])
+        sys.stdout.flush()
+    except UnicodeEncodeError as err:
+        pytest.fail(f"main raised UnicodeEncodeError printing the report: {err}")
+    text = out.getvalue().decode("utf-8")
+    assert code == 1 and "trace_2" in text, (
+        f"a folder with an unreadable trace_2\\xff.json: exit {code}, printed {text!r}; expected "
+        f"exit 1 and a paragraph naming the file")
+
+
+def test_the_command_line_json_shows_a_file_name_that_is_not_utf8(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--format json of a folder holding a file whose name is not UTF-8 prints one JSON object
+    (the name escaped) to a UTF-8 stdout, never a traceback."""
+    _write(tmp_path, job(2, 1, 1).docs)
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
+            f.write(b"\x00\xff garbage")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses a file name that is not UTF-8")
+    out = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
+    try:
+        code = main([str(tmp_path), "--format", "json"])
+        sys.stdout.flush()
+    except UnicodeEncodeError as err:
+        pytest.fail(f"main(--format json) raised UnicodeEncodeError printing the report: {err}")
+    text = out.getvalue().decode("utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        pytest.fail(f"main(--format json) printed {text!r}: not one JSON object")
+    files = [bad.get("file", "") for bad in data.get("unreadable", [])]
+    assert code == 1 and len(files) == 1 and files[0].startswith("trace_2"), (
+        f"a folder with an unreadable trace_2\\xff.json: exit {code}, unreadable {files}; "
+        f"expected exit 1 and that one file listed")
