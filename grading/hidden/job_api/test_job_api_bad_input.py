@@ -206,3 +206,55 @@ def test_a_non_ascii_key_is_measured_in_characters_or_refused() -> None:
             "over 255 characters (1 to 255 are all accepted), or non-ASCII keys are all refused")
         r = api.call("POST", "/jobs", json=JOB, headers={"Idempotency-Key": b"\xe9" * 256})
         expect_problem(r, 400)
+
+
+@pytest.mark.category("bad_input")
+def test_an_id_out_of_range_is_a_4xx_problem_never_a_5xx() -> None:
+    """A job id that is zero, negative or beyond SQLite's integers is a 4xx problem, never 5xx."""
+    with open_api() as api:
+        api.create()
+        for job_id in ("0", "-1", str(2**63), "9" * 20, "-" + "9" * 20):
+            for method, url, kw in (("GET", f"/jobs/{job_id}", {}),
+                                    ("POST", f"/jobs/{job_id}/cancel", {}),
+                                    ("POST", f"/jobs/{job_id}/transitions",
+                                     {"json": {"to": "running"}})):
+                r = api.call(method, url, **kw)
+                assert r.status_code < 500, (
+                    f"{method} {url} answered {r.status_code} {r.text[:200]}; expected a 4xx "
+                    "problem (404, or 422 for an id outside the range the API accepts): an id "
+                    "past 2**63 - 1 overflows SQLite's INTEGER, so bound it or catch that")
+                expect_problem(r, 400, 404, 422)
+
+
+@pytest.mark.category("bad_input")
+def test_a_key_may_hold_any_printable_characters() -> None:
+    """A key with spaces inside, slashes or other printable punctuation is accepted."""
+    with open_api() as api:
+        for i, key in enumerate(("order 7", "2024/01/01@retry", "a+b=c~!", "job#9|x$y%z")):
+            r = api.submit(JOB | {"gpus": i + 1}, key=key)
+            assert r.status_code == 201, (
+                f"POST /jobs with Idempotency-Key {key!r} answered {r.status_code} "
+                f"{r.text[:200]}; expected 201: a key is 400 only when missing, empty or over "
+                "255 characters")
+            again = api.submit(JOB | {"gpus": i + 1}, key=key)
+            assert again.status_code == 201 and again.json() == r.json(), (
+                f"the retry with Idempotency-Key {key!r} answered {again.status_code} "
+                f"{again.text[:200]}; expected the replay of the first answer")
+
+
+@pytest.mark.category("bad_input")
+def test_two_non_ascii_keys_are_two_keys_or_both_refused() -> None:
+    """Two different non-ASCII keys are two keys (two jobs), or both refused with 400."""
+    with open_api() as api:
+        first = api.call("POST", "/jobs", json=JOB, headers={"Idempotency-Key": b"\xe9t\xe9"})
+        second = api.call("POST", "/jobs", json=JOB | {"gpus": 2},
+                          headers={"Idempotency-Key": b"\xe8t\xe8"})
+        if first.status_code == 400:  # the reading where every non-ASCII key is refused
+            expect_problem(second, 400)
+            return
+        assert first.status_code == 201, f"the key b'\\xe9t\\xe9' answered {first.status_code}"
+        assert second.status_code == 201 and second.json()["id"] != first.json()["id"], (
+            f"the key b'\\xe9t\\xe9' made a job, then the key b'\\xe8t\\xe8' with another body "
+            f"answered {second.status_code} {second.text[:200]}; expected 201, a new job: the "
+            "keys differ, so nothing may turn both into one (decoding them as UTF-8 with "
+            "errors='replace' makes both '\\ufffdt\\ufffd')")

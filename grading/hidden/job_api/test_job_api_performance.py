@@ -133,3 +133,37 @@ def test_first_page_costs_the_same_sqlite_steps_with_8x_more_jobs(
     assert many < 2 * few + 200, (
         f"the first page took {many} SQLite steps at 128 jobs, {few} at 16: an index on the"
         " listing order lets SQLite read one page instead of sorting every job")
+
+
+def _rare_state_page_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
+    """Steps of the first page filtered to a state only the oldest of `n + 1` jobs is in."""
+    sql = _SqlSteps(monkeypatch)
+    with open_api(clock=Clock(step=0.001)) as api:
+        rare = api.create()["id"]
+        r = api.call("POST", f"/jobs/{rare}/cancel")
+        assert r.status_code == 202, f"cancel of a queued job answered {r.status_code} {r.text}"
+        for _ in range(n):
+            api.create()
+        before = sql.steps
+        page = api.call("GET", "/jobs", params={"state": "cancelled", "limit": 1})
+        steps = sql.steps - before
+        assert page.status_code == 200, f"GET /jobs?state=cancelled answered {page.status_code}"
+        got = [j["id"] for j in page.json()["items"]]
+        assert got == [rare], f"GET /jobs?state=cancelled&limit=1 gave {got}, expected [{rare}]"
+    return steps
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(60)
+def test_a_page_filtered_to_a_rare_state_costs_the_same_with_8x_more_jobs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page filtered by state costs the same SQLite steps with 8x more jobs in other states."""
+    few = _rare_state_page_steps(monkeypatch, 16)
+    many = _rare_state_page_steps(monkeypatch, 128)
+    if few == 0:
+        return  # no SQL went through sqlite3.connect: nothing this check can measure
+    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
+    assert many < 2 * few + 200, (
+        f"the first page of state=cancelled (one job, the oldest) took {many} SQLite steps with"
+        f" 128 queued jobs newer than it, {few} with 16: the filtered order needs an index of"
+        " its own (state, then the listing order), or SQLite walks every newer job to find it")

@@ -356,6 +356,21 @@ def test_keys_are_compared_exactly_not_ignoring_case() -> None:
                 f"key {key!r} replayed the job of key 'Order-7'; keys are compared exactly")
 
 
+def test_keys_that_read_as_one_number_are_different_keys() -> None:
+    """Idempotency keys are compared as text: 7, 007, 7.0 and 7e0 are four keys, four jobs."""
+    with open_api() as api:
+        ids = []
+        for i, key in enumerate(("7", "007", "7.0", "7e0")):
+            r = api.submit(JOB | {"gpus": i + 1}, key=key)
+            assert r.status_code == 201 and "idempotent-replayed" not in r.headers, (
+                f"POST with key {key!r} after keys {['7', '007', '7.0', '7e0'][:i]} answered "
+                f"{r.status_code} {r.text[:200]}; expected 201, a new job: keys are compared "
+                "exactly, as sent (a key column without TEXT affinity stores '007' as the "
+                "number 7)")
+            ids.append(r.json()["id"])
+        assert len(set(ids)) == 4, f"keys 7, 007, 7.0 and 7e0 made jobs {ids}, expected four"
+
+
 def test_a_reordered_command_is_a_different_body() -> None:
     """With one key, the same command in another order is a different body: 422."""
     with open_api() as api:
