@@ -80,3 +80,39 @@ def test_try_acquire_costs_a_few_lock_and_clock_reads() -> None:
                                    functools.partial(baseline, 20_000), limit, label=name)
         assert ratio < limit, (f"{name}.try_acquire costs {kata_measure.times(ratio, limit)} "
                                f"a lock + clock read; expected under {limit}x")
+
+
+class _Bursts:
+    """Limiters each holding `keys` buckets drained at t=0, built before any is timed; `drop()`
+    makes one call at t=1, when every one of them is full again, on the next limiter."""
+
+    def __init__(self, keys: int, count: int) -> None:
+        self._keys = keys
+        self._ready = [self._build() for _ in range(count)]
+
+    def _build(self) -> tuple[KeyedLimiter, Clock]:
+        clock = Clock(0.0)
+        limiter = KeyedLimiter(1, 1, clock=clock)
+        for i in range(self._keys):
+            limiter.try_acquire(f"k{i}", 1)
+        clock.now = 1.0
+        return limiter, clock
+
+    def drop(self) -> None:
+        limiter, _ = self._ready.pop() if self._ready else self._build()
+        limiter.try_acquire("late", 1)
+
+
+@pytest.mark.points(2)
+def test_dropping_a_burst_of_full_buckets_is_linear_in_the_burst() -> None:
+    """The call that drops a burst of full buckets costs time linear in the burst (amortized
+    O(1) per call), not quadratic."""
+    repeat = 5
+    # growth() runs the small size once to warm up, then up to ROUNDS x repeat times; the
+    # large one up to ROUNDS times.
+    few = _Bursts(2_500, 1 + kata_measure.ROUNDS * repeat)
+    many = _Bursts(40_000, kata_measure.ROUNDS)
+    ratio = kata_measure.growth(few.drop, many.drop, 64, repeat=repeat)
+    assert ratio < 64, (
+        f"one call dropping 40,000 full buckets cost {kata_measure.times(ratio, 64)} the CPU "
+        "time of one dropping 2,500 (16 times fewer): dropping is not O(1) per bucket")
