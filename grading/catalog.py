@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
 GRADER = Path(__file__).resolve().parent  # the grading package
+# The grader's modules that run in a grading child, laid into its `lib/` (see `child.library`).
+CHILD_SIDE = tuple(GRADER / f"{name}.py" for name in ("plugin", "contract", "guard", "describe"))
 HIDDEN = GRADER / "hidden"
 MUTANTS = ROOT / "tests" / "mutants"
 # Hidden-check modules every exercise shares (the measuring module), laid beside its own.
@@ -63,11 +65,10 @@ class Exercise:
 
     @property
     def grading_files(self) -> list[Path]:
-        """What a grading runs besides the submission: the grader's side of the child (the
-        plugin and the contract), the visible tests, the hidden checks and the data files.
+        """What a grading runs besides the submission: the grader's side of the child
+        (`CHILD_SIDE`), the visible tests, the hidden checks and the data files.
         Every digest of "the checks" is taken over these, and a Gradescope zip holds them."""
-        return [GRADER / "plugin.py", GRADER / "contract.py", self.visible_tests,
-                *self.hidden_files, *self.data_files]
+        return [*CHILD_SIDE, self.visible_tests, *self.hidden_files, *self.data_files]
 
     @property
     def solution(self) -> Path:

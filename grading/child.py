@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from grading import contract, forkserver, hostos, isolation, processes, testcode
-from grading.catalog import Exercise
+from grading.catalog import CHILD_SIDE, Exercise
 from grading.channel import ChannelReader, ChildReport, Progress
 from grading.limits import AFTER_STRIKES, COLLECT_LIMIT, GRACE, Limits, Strikes
 from grading.results import Result
@@ -111,16 +111,15 @@ def run_child(run: Run, attempt: int, config: contract.Config, results: dict[str
 
 
 def library(limits: Limits) -> tuple[Path, Path]:
-    """The folder holding the plugin, the contract and the boot script, and the pytest
-    configuration for `limits`: written by the grader into the folder of runs' `lib`, which
-    children under bubblewrap see read-only (see `isolation.LIB`); shared by every child of
-    this process."""
+    """The folder holding the child's side of the grader (`CHILD_SIDE`) and the boot script,
+    and the pytest configuration for `limits`: written by the grader into the folder of runs'
+    `lib`, which children under bubblewrap see read-only (see `isolation.LIB`); shared by every
+    child of this process."""
     lib = forkserver.boot_script().parent
     ini = lib / f"pytest-{limits.timeout:g}.ini"
-    here = Path(__file__).parent
     with _LIBRARY:
-        for source, name in ((here / "plugin.py", contract.PLUGIN_MODULE),
-                             (here / "contract.py", contract.MODULE)):
+        for source in CHILD_SIDE:
+            name = contract.PLUGIN_MODULE if source.stem == "plugin" else f"_kata_{source.stem}"
             if not (lib / f"{name}.py").is_file():
                 shutil.copyfile(source, lib / f"{name}.py")
         if not ini.is_file():

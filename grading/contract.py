@@ -119,9 +119,9 @@ Record = (CheckRecord | CollectedRecord | CollectErrorRecord | StartRecord | Fig
 def pytest_args(ini: Path, work: Path, files: list[str], *, collect: bool) -> list[str]:
     """The arguments after `python -m pytest` in a child working in `work`.
 
-    --tb=line: a failed check's message is the plugin's own, never pytest's traceback, which would
-    cost a failing run ~40 ms (the source of every frame, found by scanning every module the fork
-    server loaded); what a collection error says (its `E` lines) is the same."""
+    --tb=line: a failed check's message is the plugin's own, never pytest's traceback, whose
+    source lookups scan every module the fork server loaded on every failing run; what a
+    collection error says (its `E` lines) is the same."""
     args = ["-c", str(ini), "--rootdir", str(work), "-p", PLUGIN_MODULE,
             "-p", "no:cacheprovider", "-p", "no:schemathesis", "-q", "--no-header", "-rN",
             "--tb=line", *files]

@@ -106,9 +106,9 @@ class _Launcher:
     """Starts fork servers from one thread that lives as long as the grader.
 
     bubblewrap's `--die-with-parent` (PR_SET_PDEATHSIG) kills the sandbox when the *thread* that
-    started it ends, not the process. A server started by a shard's worker thread died with that
-    thread, at the end of its grading, and took with it the monitor of every child then running
-    (their checks "crashed", blamed on the submission).
+    started it ends, not the process: a server started by a shard's worker thread would die with
+    that thread at the end of its grading, taking with it the monitor of every child then
+    running (their checks would crash, blamed on the submission).
     """
 
     def __init__(self) -> None:

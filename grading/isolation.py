@@ -7,7 +7,7 @@
   of only the system directories and the Python environment; the one writable place is the
   grader's folder of runs. The repository (its `solutions/`, `tests/`, `grading/hidden/`) and
   the home directory are not there. The fork server itself runs inside, so its children are too.
-* `none`: children run as the grader's user with the file system in view (today's behaviour).
+* `none`: children run as the grader's user with the file system in view.
 * `auto` (the default): `bwrap` where bubblewrap is installed and works, else `none`, said in a
   one-line notice.
 

@@ -16,48 +16,38 @@ records that, so a submission that stops tests from running cannot turn them int
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import faulthandler
-import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import inspect
 import json
-import marshal
 import os
 import random
-import re
 import sys
 import time
 import types
 from collections.abc import Generator
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from grading import contract
+    from grading import contract, describe, guard
 else:
-    def _contract() -> types.ModuleType:
-        """The contract beside this file: `MODULE.py` in a child's `lib`, `contract.py` when the
-        grader runs this file itself (`--compile`)."""
-        here = os.path.dirname(os.path.abspath(__file__))
-        for name in ("_kata_contract.py", "contract.py"):
-            spec = importlib.util.spec_from_file_location("_kata_contract",
-                                                          os.path.join(here, name))
-            if spec is not None and spec.loader is not None and os.path.isfile(spec.origin or ""):
-                module = importlib.util.module_from_spec(spec)
-                sys.modules["_kata_contract"] = module
-                spec.loader.exec_module(module)
-                return module
-        raise ImportError(f"no contract beside {__file__}")
+    def _beside(name: str) -> types.ModuleType:
+        """The child-side module `name`, laid beside this file in `lib` as `_kata_NAME.py`."""
+        module_name = f"_kata_{name}"
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{module_name}.py")
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no {module_name} beside {__file__}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return module
 
-    contract = _contract()
-_TIMEOUT_RE = re.compile(r"Timeout \(>[0-9.]+s\) from pytest-timeout")
-_MESSAGE_CHARS = 2000
+    contract, describe, guard = _beside("contract"), _beside("describe"), _beside("guard")
 
 
 def _read_config() -> dict[str, Any]:
@@ -74,6 +64,11 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 _CONFIG = _read_config()
+# The test sources and pytest's machinery, read now: before any test module, so before the
+# submission, is imported.
+_GUARD = guard.Guard(_CONFIG.get("submission", ""),
+                     (".", contract.HIDDEN_DIR) if _CONFIG.get("mode") else (), contract.COMPILED)
+_SUBMISSION: str = _CONFIG.get("submission", "")
 _DEFAULT_LIMIT = float(_CONFIG.get("timeout", contract.CHECK_LIMIT))  # where no marker says
 _TOKEN: str = _CONFIG.get("token", "")
 _FD = -1
@@ -82,130 +77,6 @@ if _CONFIG.get("channel"):
     # Out of the way of code that scribbles on low file descriptors (where fcntl exists).
     _FD = fcntl.fcntl(_raw, fcntl.F_DUPFD_CLOEXEC, 300) if fcntl is not None else os.dup(_raw)
     os.close(_raw)
-
-
-# ---- what the submission cannot forge ------------------------------------------------------
-# The test files' bytes, read before the submission can run: every test module (and the hidden
-# helpers module) is compiled from these, whatever the files on disk say by the time pytest
-# imports them. Only code compiled here may run as a check.
-def _test_sources() -> dict[str, tuple[str, bytes]]:
-    submission = os.path.realpath(_CONFIG.get("submission", "")) if _CONFIG else ""
-    found: dict[str, tuple[str, bytes]] = {}
-    for folder in (".", contract.HIDDEN_DIR):
-        with contextlib.suppress(OSError):
-            for entry in sorted(os.listdir(folder)):
-                path = os.path.realpath(os.path.join(folder, entry))
-                if entry.endswith(".py") and path != submission and entry != "conftest.py":
-                    with open(path, "rb") as f:
-                        found[entry[:-3]] = (path, f.read())
-    return found
-
-
-_SOURCES = _test_sources() if _CONFIG.get("mode") else {}
-_OURS: set[int] = set()  # ids of the code objects compiled from _SOURCES
-
-
-def _precompiled() -> dict[str, tuple[bytes, types.CodeType]]:
-    """The test modules as the grader compiled them (`python plugin.py --compile`), by module
-    name: the sha256 of the source each was compiled from, and its code. Read with the sources,
-    before the submission can run; a module whose source differs is compiled here instead."""
-    try:
-        with open(contract.COMPILED, "rb") as f:
-            data = marshal.load(f)
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {name: (digest, code) for name, (digest, code) in data.items()
-            if isinstance(digest, bytes) and isinstance(code, types.CodeType)}
-
-
-_PRECOMPILED = _precompiled() if _SOURCES else {}
-
-
-def _compile(path: str, source: bytes, config: pytest.Config | None) -> types.CodeType:
-    """A test file's code as pytest would import it: `test_*` files with their asserts rewritten.
-
-    `--compile` passes `config=None`, which rewrites the same way as long as the run's pytest.ini
-    does not set `enable_assertion_pass_hook` (the only option the rewriting reads)."""
-    tree = ast.parse(source, filename=path)
-    if os.path.basename(path).startswith("test_"):
-        from _pytest.assertion.rewrite import rewrite_asserts
-
-        rewrite_asserts(tree, source, path, config)
-    return compile(tree, path, "exec", dont_inherit=True, optimize=0)
-
-
-def _relocated(code: types.CodeType, filename: str) -> types.CodeType:
-    """`code` and every code object in it, as if compiled from `filename`."""
-    consts = tuple(_relocated(c, filename) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=consts)
-
-
-def _guarded() -> dict[str, object]:
-    """The pytest machinery a check's outcome rests on, as it was before the submission ran."""
-    from _pytest import outcomes, python, raises, reports, runner
-
-    return {"pytest.fail": pytest.fail, "pytest.raises": pytest.raises,
-            "pytest.skip": pytest.skip, "pytest.approx": pytest.approx,
-            "outcomes.fail": outcomes.fail, "raises.raises": raises.raises,
-            "CallInfo.from_call": vars(runner.CallInfo)["from_call"],
-            "TestReport.__init__": vars(reports.TestReport)["__init__"],
-            "TestReport.from_item_and_call": vars(reports.TestReport)["from_item_and_call"],
-            "Function.runtest": vars(python.Function)["runtest"],
-            "pytest_pyfunc_call": python.pytest_pyfunc_call}
-
-
-_PRISTINE = _guarded()
-
-
-def _tampered() -> str:
-    """What of pytest the submission replaced ("" when nothing)."""
-    changed = [name for name, obj in _guarded().items() if obj is not _PRISTINE[name]]
-    return ", ".join(changed)
-
-
-class _VerifiedLoader(importlib.abc.Loader):
-    def __init__(self, path: str, source: bytes, config: pytest.Config) -> None:
-        self._path, self._source, self._config = path, source, config
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        name = os.path.basename(self._path).removesuffix(".py")
-        digest, code = _PRECOMPILED.get(name, (b"", None))
-        if code is not None and digest == hashlib.sha256(self._source).digest():
-            code = _relocated(code, self._path)
-        else:
-            code = _compile(self._path, self._source, self._config)
-        stack = [code]
-        while stack:
-            current = stack.pop()
-            _OURS.add(id(current))
-            stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-        exec(code, module.__dict__)
-
-
-class _VerifiedFinder(importlib.abc.MetaPathFinder):
-    def __init__(self, config: pytest.Config) -> None:
-        self._config = config
-
-    def find_spec(self, name: str, path: object = None,
-                  target: object = None) -> importlib.machinery.ModuleSpec | None:
-        if name not in _SOURCES:
-            return None
-        origin, source = _SOURCES[name]
-        return importlib.util.spec_from_file_location(
-            name, origin, loader=_VerifiedLoader(origin, source, self._config))
-
-
-def _verified(item: pytest.Item) -> str:
-    """Why `item` is not one of the checks read before the submission ran ("" if it is)."""
-    function = getattr(item, "function", None)
-    inner = getattr(getattr(function, "hypothesis", None), "inner_test", None)  # @given's test
-    code = getattr(inspect.unwrap(inner or function), "__code__", None) if function else None
-    if _SOURCES and (code is None or id(code) not in _OURS):
-        return "the test function is not the one the grader read (was it replaced?)"
-    return ""
 
 
 _completed: set[str] = set()
@@ -272,8 +143,7 @@ def _metadata(item: pytest.Item) -> dict[str, Any]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if _SOURCES:
-        sys.meta_path.insert(0, _VerifiedFinder(config))
+    _GUARD.install(config)
     config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
     config.addinivalue_line("markers", f"category(name): one of {', '.join(contract.CATEGORIES)}")
     from hypothesis import settings
@@ -284,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
-        _emit({"ev": contract.COLLECT_ERROR, "message": _cut(str(report.longrepr))})
+        _emit({"ev": contract.COLLECT_ERROR, "message": describe.cut(str(report.longrepr))})
 
 
 @pytest.hookimpl(trylast=True)
@@ -349,8 +219,8 @@ def _module_generators() -> list[tuple[str, random.Random]]:
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
     result = yield  # raises if the test raised: then the check is not completed
-    why = _verified(pyfuncitem) or (f"the submission replaced pytest's {changed}"
-                                    if (changed := _tampered()) else "")
+    why = _GUARD.verified(pyfuncitem) or (f"the submission replaced pytest's {changed}"
+                                    if (changed := _GUARD.tampered()) else "")
     if why:
         _failures.setdefault(pyfuncitem.nodeid, (f"not graded: {why}", ""))
     else:
@@ -366,68 +236,8 @@ def pytest_runtest_makereport(
     if call.excinfo is not None and item.nodeid not in _failures:
         exc = call.excinfo.value
         notes = "\n".join(str(n) for n in getattr(exc, "__notes__", ()))
-        _failures[item.nodeid] = (_describe(exc), notes)
+        _failures[item.nodeid] = (describe.describe(exc, _SUBMISSION), notes)
     return report
-
-
-def _describe(exc: BaseException) -> str:
-    """What failed, for a person: the exception's type and message, and the submission's own
-    line where it was raised (or, for a timeout, where it was stuck). An exception group is
-    reported as its leaf exceptions, one line each, however deeply they are nested."""
-    leaves = _leaves(exc)
-    if len(leaves) == 1 and leaves[0] is exc:
-        where = _where(exc.__traceback__)
-        if where:
-            verb = "stuck at" if _TIMEOUT_RE.search(str(exc)) else "at"
-            return f"{_one_line(exc)}\n  {verb} {where}"
-        return _one_line(exc) + "".join(f"\n  from {line}" for line in _origins(exc))
-    lines = [f"{type(exc).__name__} with {len(leaves)} leaf "
-             f"exception{'s' if len(leaves) > 1 else ''}:"]
-    raised_at = _where(exc.__traceback__)  # for a leaf made but never raised on its own
-    for leaf in leaves:
-        where = _where(leaf.__traceback__) or raised_at
-        lines.append(f"  {_one_line(leaf)}" + (f" (at {where})" if where else ""))
-    return "\n".join(lines)
-
-
-def _origins(exc: BaseException) -> list[str]:
-    """The submission's exceptions that a check's own failure was raised while handling (a
-    check that catches the submission's error and fails with its own words), with their lines."""
-    seen: set[int] = set()
-    cause = exc.__cause__ or exc.__context__
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        found = [f"{_one_line(leaf)} (at {where})" for leaf in _leaves(cause)
-                 if (where := _where(leaf.__traceback__))]
-        if found:
-            return found
-        cause = cause.__cause__ or cause.__context__
-    return []
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _where(tb: TracebackType | None) -> str:
-    """`NAME.py:LINE in FUNCTION` for the deepest frame of the submission in `tb`, or ""."""
-    submission = _CONFIG.get("submission")
-    if not submission:
-        return ""
-    target, found = os.path.realpath(submission), ""
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if os.path.realpath(code.co_filename) == target:
-            found = f"{os.path.basename(submission)}:{tb.tb_lineno} in {code.co_name}"
-        tb = tb.tb_next
-    return found
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -458,41 +268,22 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def _outcome(item: pytest.Item) -> tuple[contract.Status, str, str]:
     reports = _reports.pop(item.nodeid, [])
     exconly, notes = _failures.pop(item.nodeid, ("", ""))
-    falsifying = _falsifying(notes)
+    falsifying = describe.falsifying(notes)
     for report in reports:
         if report.failed:
-            message = _cut(exconly or report.longreprtext)
-            if _TIMEOUT_RE.search(message):
+            message = describe.cut(exconly or report.longreprtext)
+            if describe.TIMEOUT.search(message):
                 return "timeout", message, falsifying
             return ("failed" if report.when == "call" else "error"), message, falsifying
         if report.skipped:
-            return "failed", f"skipped: {_cut(str(report.longrepr))}", ""
+            return "failed", f"skipped: {describe.cut(str(report.longrepr))}", ""
     if item.nodeid not in _completed:
         message = exconly or "the test did not run to completion"
         return "failed", message, ""
-    if changed := _tampered():
+    if changed := _GUARD.tampered():
         return "failed", f"not graded: the submission replaced pytest's {changed}", ""
     _completed.discard(item.nodeid)
     return "passed", "", ""
-
-
-def _falsifying(notes: str) -> str:
-    """Hypothesis's notes: the falsifying (or failing explicit) example and its explanation."""
-    return _cut(notes.strip())
-
-
-# pytest's advice about its own flags (`-v`, `-vv`), which the grader does not take.
-_ADVICE = re.compile(r"(?i)^\s*(use -v+ to get more diff|.*, use -v+ to show|full diff:)\s*$")
-
-
-def _cut(text: str) -> str:
-    """`text` without pytest's flag advice, cut in the middle when long (a message's first
-    lines say what failed; its last often say why)."""
-    text = "\n".join(line for line in text.splitlines() if not _ADVICE.match(line))
-    if len(text) <= _MESSAGE_CHARS:
-        return text
-    head, tail = _MESSAGE_CHARS * 2 // 3, _MESSAGE_CHARS // 3
-    return f"{text[:head]} ... ({len(text) - head - tail} characters) ... {text[-tail:]}"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -503,29 +294,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     # Threads the submission left running must not keep the process alive.
     os._exit(0)
-
-
-def _compile_files(paths: list[str]) -> bytes:
-    """The marshalled {module name: (sha256 of its source, code)} of the test files `paths`; a
-    file whose compiling warns or fails is left out (the child compiles it, and shows the same)."""
-    import warnings
-
-    found: dict[str, tuple[bytes, types.CodeType]] = {}
-    for path in paths:
-        with open(path, "rb") as f:
-            source = f.read()
-        with warnings.catch_warnings(record=True) as said:
-            warnings.simplefilter("always")
-            try:
-                code = _compile(path, source, None)
-            except (SyntaxError, ValueError):
-                continue
-        if not said:
-            name = os.path.basename(path).removesuffix(".py")
-            found[name] = (hashlib.sha256(source).digest(), code)
-    return marshal.dumps(found)
-
-
-if __name__ == "__main__":  # `python -I plugin.py --compile FILE...`: the grader, outside any run
-    if sys.argv[1:2] == ["--compile"]:
-        sys.stdout.buffer.write(_compile_files(sys.argv[2:]))

@@ -2,10 +2,10 @@
 
 Rewriting and compiling job_api's eight test files (pytest's assertion rewriting included) costs
 a child about 0.15 s, in every child of every grading. Here a process that runs no submission,
-`python -I plugin.py --compile FILE...`, does it once per version of the files, Python and
-pytest, cached in `.grader/code/`; `sandbox` lays the result beside the files in each work
+`python -I guard.py --compile FILE...`, does it once per version of the files, Python and
+pytest, cached in `.grader/code/`; `child` lays the result beside the files in each work
 directory, and the child runs a module's code only if it was compiled from the very bytes that
-child read (see `plugin.py`).
+child read (see `guard.py`).
 
 Standard library only (the grader's parent process imports this).
 """
@@ -22,7 +22,7 @@ from grading import files, provenance
 from grading.catalog import ROOT, Exercise
 
 _CACHE = ROOT / ".grader" / "code"
-_PLUGIN = Path(__file__).with_name("plugin.py")
+_GUARD = Path(__file__).with_name("guard.py")
 _LIMIT = 60.0  # seconds for compiling an exercise's test modules
 
 _done: dict[str, bytes] = {}
@@ -53,7 +53,7 @@ def compiled(exercise: Exercise) -> bytes:
 
 def _compile(name: str, tests: list[Path], cache: Path) -> bytes:
     try:
-        done = subprocess.run([sys.executable, "-I", str(_PLUGIN), "--compile", *map(str, tests)],
+        done = subprocess.run([sys.executable, "-I", str(_GUARD), "--compile", *map(str, tests)],
                               stdin=subprocess.DEVNULL, capture_output=True, check=True,
                               timeout=_LIMIT)
     except (OSError, subprocess.SubprocessError):

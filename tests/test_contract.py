@@ -116,7 +116,7 @@ def test_the_graders_parent_process_needs_only_the_standard_library() -> None:
                     raise ImportError(f"imported {name}")
         sys.meta_path.insert(0, Block())
         for path in sorted(pathlib.Path("grading").glob("*.py")):
-            if path.stem != "plugin":
+            if path.stem not in ("plugin", "guard"):  # the child's side, with pytest
                 importlib.import_module(f"grading.{path.stem}")
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
