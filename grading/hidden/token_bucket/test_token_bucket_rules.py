@@ -150,7 +150,8 @@ def test_refusals_do_not_mint_tokens() -> None:
 # Full at t=0 (available()), idle 2 s while full, drain, then ask again at once: time spent
 # full is not banked.
 @example(steps=[(0.0, 0.0), (2.0, 3.0), (0.0, 3.0)])
-def test_grants_never_exceed_capacity_plus_refill(steps: list[tuple[float, float]]) -> None:
+def test_no_interval_grants_more_than_capacity_plus_its_refill(
+        steps: list[tuple[float, float]]) -> None:
     """Over any interval of clock time T, tokens granted never exceed capacity + rate * T
     (time a bucket spends full is not banked)."""
     bucket, clock = make_bucket(capacity=3, rate=1.5)
