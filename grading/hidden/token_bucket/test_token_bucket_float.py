@@ -7,16 +7,20 @@ Every transform here is exact: amounts, rates and clock readings are scaled by p
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
+import kata_measure
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from token_bucket import Decision, KeyedLimiter
 from token_bucket_helpers import (
     AWKWARD,
     DTS,
     SHARES,
     STARTS,
+    Clock,
     first_difference,
     make_bucket,
     run_bucket,
@@ -179,3 +183,81 @@ def test_keyed_limiter_is_the_same_at_every_scale(capacity: float, rate: float, 
     assert got == want, (
         f"KeyedLimiter({capacity!r}, {rate!r}) from t={start!r}, tokens scaled by 2**{k}: "
         f"{first_difference(want, got)}")
+
+
+# --- a clock below zero: the wait ends at reading 0.0 -----------------------------------------
+
+# Drained at a reading below zero; last + (need / rate) rounds to exactly 0.0, where the refill
+# falls one ulp short. The reading's float neighbours above 0.0 are subnormals, far closer
+# together than last + wait can tell apart.
+_ENDS_AT_ZERO = [(-0.3, 3.0, 1.0, 0.9), (-0.3, 0.1, 1.0, 0.030000000000000002),
+                 (-12.3, 10.0, 200.0, 123.00000000000001),
+                 (-0.06365563730895109, 6.807195732086041, 4.0, 0.43331638261270883)]
+
+
+@pytest.mark.category("edge_cases")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(("start", "rate", "capacity", "asked"), _ENDS_AT_ZERO,
+                         ids=["-0.3/3", "-0.3/0.1", "-12.3/10", "-0.0637/6.81"])
+def test_a_wait_that_ends_at_reading_zero_is_answered_at_once(
+        start: float, rate: float, capacity: float, asked: float) -> None:
+    """A refusal on a clock below zero whose wait ends at reading 0.0 answers at once, with a
+    sufficient retry_after."""
+    bucket, clock = make_bucket(capacity, rate, start)
+    assert bucket.try_acquire(capacity).allowed
+    answer: list[Decision] = []
+    spent = kata_measure.seconds(lambda: answer.append(bucket.try_acquire(asked)), budget=0.5)
+    call = (f"TokenBucket({capacity!r}, {rate!r}) drained at t={start!r}, then "
+            f"try_acquire({asked!r}) at the same reading")
+    assert answer and not math.isinf(spent), (
+        f"{call} was still running after 0.5 s of CPU time; the wait ends at reading 0.0, "
+        f"and the answer is about {asked / rate!r} s")
+    decision = answer[0]
+    assert not decision.allowed, f"{call} was granted with no tokens available"
+    true_wait = Fraction(asked) / Fraction(rate)
+    bound = ulp_bound(start, capacity, rate)
+    assert decision.retry_after <= true_wait + Fraction(bound), (
+        f"{call} returned retry_after={decision.retry_after!r}, more than 8 ulps ({bound!r}) "
+        f"beyond the true wait {float(true_wait)!r}")
+    clock.now = start + decision.retry_after
+    assert bucket.try_acquire(asked).allowed, (
+        f"{call} returned retry_after={decision.retry_after!r}; at t={clock.now!r} (start + "
+        f"retry_after) the same request was refused")
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+@settings(max_examples=100)
+@given(capacity=_AWKWARD, rate=_AWKWARD, start=_START,
+       spend=st.floats(0.01, 1.0), wait=st.floats(0.0, 1.0), ask=st.floats(0.01, 1.0))
+@example(capacity=4.0, rate=0.3, start=12345.678, spend=1.0, wait=0.075, ask=0.125)
+@example(capacity=1.0, rate=0.3, start=0.1, spend=1.0, wait=0.1, ask=1.0)
+@example(capacity=1.0, rate=2.0, start=0.1, spend=1.0, wait=0.0, ask=0.5)
+def test_keyed_limiter_waiting_exactly_retry_after_is_sufficient(
+        capacity: float, rate: float, start: float, spend: float, wait: float,
+        ask: float) -> None:
+    """Float boundary in KeyedLimiter too: after waiting exactly retry_after the key's request
+    is allowed; the wait is at most 8 ulps longer than the true one."""
+    clock = Clock(start)
+    limiter = KeyedLimiter(capacity, rate, clock=clock)
+    spent, asked = capacity * spend, capacity * ask
+    limiter.try_acquire("k", spent)
+    clock.now = start + wait * capacity / rate
+    decision = limiter.try_acquire("k", asked)
+    if decision.allowed:
+        return
+    exact = Fraction(capacity) - Fraction(spent)
+    elapsed = Fraction(clock.now) - Fraction(start)
+    exact = min(Fraction(capacity), exact + elapsed * Fraction(rate))
+    true_wait = (Fraction(asked) - exact) / Fraction(rate)
+    bound = ulp_bound(clock.now, capacity, rate)
+    call = (f"KeyedLimiter({capacity!r}, {rate!r}): try_acquire('k', {spent!r}) at "
+            f"t={start!r}, then try_acquire('k', {asked!r}) at t={clock.now!r}")
+    assert decision.retry_after <= true_wait + Fraction(bound), (
+        f"{call} returned retry_after={decision.retry_after!r}, more than 8 ulps ({bound!r}) "
+        f"beyond the true wait {float(true_wait)!r}")
+    clock.now += decision.retry_after
+    again = limiter.try_acquire("k", asked)
+    assert again.allowed, (
+        f"{call} returned retry_after={decision.retry_after!r}; waiting exactly that long, "
+        f"the same request at t={clock.now!r} was refused: {again}")

@@ -113,6 +113,28 @@ def test_a_call_on_a_held_key_drops_full_buckets_too(key: str) -> None:
 
 
 @pytest.mark.category("edge_cases")
+def test_a_refused_call_drops_full_buckets_too() -> None:
+    """Rule 9's one more call may be refused: capacity / rate seconds after a burst over 300
+    keys, a refused call on a drained key leaves at most 2 buckets."""
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(2, 0.5, clock=clock)
+    assert limiter.try_acquire("busy", 2).allowed
+    for i in range(300):
+        limiter.try_acquire(f"k{i}", 2)
+    clock.now = 3.0
+    assert limiter.try_acquire("busy", 1.5).allowed, "the busy key was refused 1.5 at t=3.0"
+    clock.now = 4.0  # capacity / rate after the burst: every burst bucket is exactly full
+    decision = limiter.try_acquire("busy", 1)
+    assert decision == Decision(False, 1.0), (
+        f"try_acquire('busy', 1) at t=4.0 returned {decision}; the key holds 0.5 of the 1 token "
+        f"asked (rate 0.5): expected Decision(False, 1.0)")
+    assert len(limiter) <= 2, (
+        f"{len(limiter)} buckets held after a refused try_acquire('busy', 1) at t=4.0: the 300 "
+        f"burst keys (capacity 2, rate 0.5, drained at t=0) are all full again; a refused call "
+        f"must drop them as a granted one does")
+
+
+@pytest.mark.category("edge_cases")
 @pytest.mark.parametrize(("start", "capacity", "rate"), [(0.0, 2.0, 0.5), (1024.0, 0.75, 0.375)],
                          ids=["t=0", "t=1024"])
 def test_a_bucket_refilled_to_exactly_capacity_is_full(start: float, capacity: float,

@@ -4,6 +4,7 @@ ratios and growth measured in the same run (rules 9-10)."""
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -80,3 +81,60 @@ def test_try_acquire_costs_a_few_lock_and_clock_reads() -> None:
                                    functools.partial(baseline, 20_000), limit, label=name)
         assert ratio < limit, (f"{name}.try_acquire costs {kata_measure.times(ratio, limit)} "
                                f"a lock + clock read; expected under {limit}x")
+
+
+def _lock_and_clock(n: int) -> None:
+    lock, clock = threading.Lock(), time.monotonic
+    for _ in range(n):
+        with lock:
+            clock()
+
+
+class _Bursts:
+    """Limiters each holding `keys` buckets drained at t=0, built before any is timed; `drop()`
+    makes one call at t=1, when every one of them is full again, on the next limiter. Each build
+    is stopped once it costs `budget` CPU seconds (`stopped` is then set)."""
+
+    def __init__(self, keys: int, count: int, budget: float) -> None:
+        self._keys = keys
+        self._ready: list[KeyedLimiter] = []
+        self.stopped = False
+        for _ in range(count):
+            spent = kata_measure.seconds(lambda: self._ready.append(self._build()), budget)
+            if math.isinf(spent):
+                self.stopped = True
+                return
+
+    def _build(self) -> KeyedLimiter:
+        clock = Clock(0.0)
+        limiter = KeyedLimiter(1, 1, clock=clock)
+        for i in range(self._keys):
+            limiter.try_acquire(f"k{i}", 1)
+        clock.now = 1.0
+        return limiter
+
+    def drop(self) -> None:
+        limiter = self._ready.pop() if self._ready else self._build()
+        limiter.try_acquire("late", 1)
+
+
+@pytest.mark.points(2)
+def test_dropping_a_burst_of_full_buckets_is_linear_in_the_burst() -> None:
+    """The call that drops a burst of full buckets costs time linear in the burst (amortized
+    O(1) per call), not quadratic."""
+    repeat = 5
+    # Building the bursts is not what is measured, but an answer whose calls grow with the keys
+    # held would take minutes to build them: each build is stopped at 100x an uncontended lock
+    # + clock read per key (that check's own limit is 25x).
+    per_key = 100 * kata_measure.best(lambda: _lock_and_clock(2_500)) / 2_500
+    # growth() runs the small size once to warm up, then up to ROUNDS x repeat times; the
+    # large one up to ROUNDS times.
+    few = _Bursts(2_500, 1 + kata_measure.ROUNDS * repeat, 2_500 * per_key)
+    many = _Bursts(40_000, kata_measure.ROUNDS, 40_000 * per_key)
+    assert not (few.stopped or many.stopped), (
+        "try_acquire on 2,500 (or 40,000) new keys cost over 100x an uncontended lock + clock "
+        "read per call: the cost of a call grows with the keys held")
+    ratio = kata_measure.growth(few.drop, many.drop, 64, repeat=repeat)
+    assert ratio < 64, (
+        f"one call dropping 40,000 full buckets cost {kata_measure.times(ratio, 64)} the CPU "
+        "time of one dropping 2,500 (16 times fewer): dropping is not O(1) per bucket")

@@ -4,7 +4,7 @@ clock (rules 1-6)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from token_bucket import Decision, KeyedLimiter, TokenBucket
 from token_bucket_helpers import Clock, load_with_clocks, make_bucket
@@ -146,16 +146,29 @@ def test_refusals_do_not_mint_tokens() -> None:
 
 
 @given(steps=st.lists(st.tuples(st.sampled_from([0.0, 0.0625, 0.5, 2.0]),
-                                st.sampled_from([0.5, 1.0, 2.5, 3.0])), max_size=60))
-def test_grants_never_exceed_capacity_plus_refill(steps: list[tuple[float, float]]) -> None:
-    """Over any run from a full bucket, tokens granted never exceed capacity + rate * T."""
+                                st.sampled_from([0.0, 0.5, 1.0, 2.5, 3.0])), max_size=60))
+# Full at t=0 (available()), idle 2 s while full, drain, then ask again at once: time spent
+# full is not banked.
+@example(steps=[(0.0, 0.0), (2.0, 3.0), (0.0, 3.0)])
+def test_no_interval_grants_more_than_capacity_plus_its_refill(
+        steps: list[tuple[float, float]]) -> None:
+    """Over any interval of clock time T, tokens granted never exceed capacity + rate * T
+    (time a bucket spends full is not banked)."""
     bucket, clock = make_bucket(capacity=3, rate=1.5)
-    granted = 0.0
+    grants: list[tuple[float, float]] = []  # (clock reading, tokens granted)
     for dt, amount in steps:
         clock.now += dt
-        if bucket.try_acquire(amount).allowed:
-            granted += amount
-        assert granted <= 3 + 1.5 * clock.now, f"granted {granted} by t={clock.now}"
+        if amount == 0:  # available() instead: it brings the bucket up to date too
+            bucket.available()
+        elif bucket.try_acquire(amount).allowed:
+            grants.append((clock.now, amount))
+        # Every interval that ends now: the bucket was at most full when it began.
+        granted = 0.0
+        for then, taken in reversed(grants):
+            granted += taken
+            assert granted <= 3 + 1.5 * (clock.now - then), (
+                f"TokenBucket(3, 1.5) granted {granted} tokens from t={then} to t={clock.now}; "
+                f"at most {3 + 1.5 * (clock.now - then)} (capacity + rate * T) can be there")
 
 
 # --- rule 6: the clock ------------------------------------------------------------------------
