@@ -64,6 +64,7 @@ class ChildReport:
     started_at: float = 0.0  # when it started (or when the session finished)
     done: bool = False  # the session finished
     checks: list[dict[str, Any]] = field(default_factory=list)  # collect mode: the checks
+    ended: str = ""  # why the child was killed, or how it exited, when it did not finish
 
     def apply(self, record: dict[str, Any]) -> None:
         """Take one record read from the channel."""

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from grading import contract, forkserver, hostos, isolation, processes, testcode
 from grading.catalog import CHILD_SIDE, Exercise
@@ -65,18 +65,12 @@ def run_child(run: Run, attempt: int, config: contract.Config, results: dict[str
     work.mkdir()
     lay_out(work, run.exercise, run.submission)
     cgroup = isolation.new_run_cgroup()
-    limits = run.limits
-    rlimits = {"memory": limits.memory, "file_size": limits.file_size,
-               "open_files": limits.open_files,
-               "cpu": int(max(1, run.deadline - time.monotonic())) + 5, "cgroup": cgroup,
-               "nproc": 0 if cgroup else isolation.nproc_budget(),
-               "without": sorted(hostos.without())}
     files = _test_files(run.exercise, config.get("only"), results)
     args = contract.pytest_args(ini, work, files, collect=config.get("mode") == "collect")
     stdin_read, stdin_write = os.pipe()
     try:
-        proc = processes.start(processes.Launch(args, work, lib, run.folder, rlimits),
-                               stdin_read, out_fd)
+        proc = processes.start(processes.Launch(args, work, lib, run.folder,
+                                                _rlimits(run, cgroup)), stdin_read, out_fd)
     except BaseException:
         os.close(stdin_write)
         os.close(out_fd)
@@ -85,7 +79,7 @@ def run_child(run: Run, attempt: int, config: contract.Config, results: dict[str
     finally:
         os.close(stdin_read)
     sent: contract.Config = {**config, "token": token, "channel": str(channel),
-                             "timeout": limits.timeout,
+                             "timeout": run.limits.timeout,
                              "submission": str(work / contract.submission_file(run.exercise.name))}
     with contextlib.suppress(OSError), open(stdin_write, "wb") as stdin:
         stdin.write(json.dumps(sent).encode())  # a child already gone is handled below
@@ -108,9 +102,21 @@ def run_child(run: Run, attempt: int, config: contract.Config, results: dict[str
         child.apply(record)
     if run.strikes is not None and killed_for.startswith(_PAST_LIMIT):
         run.strikes.add()
+    if killed_for or not child.done:
+        child.ended = killed_for or _exit_reason(code, tail)
     _conclude(child, config, f"{killed_for}; stuck at {stuck}" if stuck else killed_for,
               _exit_reason(code, tail))
     return child
+
+
+def _rlimits(run: Run, cgroup: str) -> dict[str, Any]:
+    """What `_boot` holds the child to (see `Limits`): its CPU time to the run's wall limit."""
+    limits = run.limits
+    return {"memory": limits.memory, "file_size": limits.file_size,
+            "open_files": limits.open_files,
+            "cpu": int(max(1, run.deadline - time.monotonic())) + 5, "cgroup": cgroup,
+            "nproc": 0 if cgroup else isolation.nproc_budget(),
+            "without": sorted(hostos.without())}
 
 
 def library(limits: Limits) -> tuple[Path, Path]:

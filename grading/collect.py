@@ -74,7 +74,9 @@ def _collect(exercise: Exercise, limits: Limits) -> list[Check]:
         except ProtocolError as exc:
             raise GradingError(f"cannot collect the checks of {exercise.name}: {exc}") from None
     if child.collect_errors or not child.checks:
-        detail = child.collect_errors[0] if child.collect_errors else "no checks were collected"
+        detail = (child.collect_errors[0] if child.collect_errors else
+                  f"no checks were collected ({child.ended})" if child.ended else
+                  "no checks were collected")
         raise GradingError(f"cannot collect the checks of {exercise.name}: {detail}")
     return [
         Check(c["id"], c["name"], c["visibility"], c["category"], float(c["points"]),
