@@ -16,6 +16,11 @@ def test_an_unknown_model_raises_value_error() -> None:
         Gpu("A100-120GB")
     with pytest.raises(ValueError, match="H200"):
         plan({}, 1, "H200")
+    for product in ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "a100-80gb"):
+        with pytest.raises(ValueError):
+            Gpu(product)
+        with pytest.raises(ValueError):
+            plan({}, 1, product)
 
 
 @pytest.mark.points(2)
@@ -32,11 +37,17 @@ def test_another_models_profile_is_rejected() -> None:
 
 
 def test_an_unknown_profile_raises_value_error() -> None:
-    """An unknown profile name raises ValueError naming it."""
+    """An unknown profile name (a media-extension "+me" name included) raises ValueError
+    naming it."""
     with pytest.raises(ValueError, match=r"9g\.90gb"):
         Gpu("H100-80GB").place("9g.90gb")
     with pytest.raises(ValueError, match=r"9g\.90gb"):
         plan({"9g.90gb": 1}, 1, "H100-80GB")
+    for name in ("1g.10gb+me", "1g.20gb+me", " 1g.10gb"):
+        with pytest.raises(ValueError):
+            Gpu("H100-80GB").place(name)
+        with pytest.raises(ValueError):
+            plan({name: 1}, 1, "H100-80GB")
 
 
 @pytest.mark.points(2)
@@ -143,16 +154,16 @@ def test_a_start_of_true_raises_type_error() -> None:
 
 
 def test_a_model_or_profile_that_is_not_a_str_raises() -> None:
-    """A model or a profile name that is not a str (a number, None) raises TypeError or
+    """A model or a profile name that is not a str (a number, None, bytes) raises TypeError or
     ValueError (either is accepted), in Gpu, place and plan, and changes nothing."""
     bad: Any
-    for bad in (80, None, ("A100-80GB",)):
+    for bad in (80, None, ("A100-80GB",), b"A100-80GB"):
         with pytest.raises((TypeError, ValueError)):
             Gpu(bad)
         with pytest.raises((TypeError, ValueError)):
             plan({}, 1, bad)
     gpu = Gpu("A100-80GB")
-    for bad in (19, None):
+    for bad in (19, None, b"1g.10gb"):
         with pytest.raises((TypeError, ValueError)):
             gpu.place(bad)
         with pytest.raises((TypeError, ValueError)):
@@ -162,10 +173,14 @@ def test_a_model_or_profile_that_is_not_a_str_raises() -> None:
 
 def test_a_zero_count_under_another_models_name_raises() -> None:
     """Every requested name is checked, whatever its count: a zero count under a name that is
-    not the model's (1g.5gb on an A100-80GB, 9g.90gb) raises ValueError naming it."""
+    not the model's (1g.5gb on an A100-80GB, 9g.90gb) raises ValueError naming it, with zero
+    GPUs too."""
     for name in ("1g.5gb", "9g.90gb"):
-        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
-            plan({"1g.10gb": 1, name: 0}, 1, "A100-80GB")
+        for gpus in (1, 0):
+            with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+                plan({"1g.10gb": 1, name: 0}, gpus, "A100-80GB")
+            with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+                plan({name: 0}, gpus, "A100-80GB")
 
 
 def test_releasing_what_is_not_an_instance_raises() -> None:
@@ -178,3 +193,30 @@ def test_releasing_what_is_not_an_instance_raises() -> None:
         with pytest.raises((TypeError, ValueError)):
             gpu.release(bad)
     assert gpu.instances() == [held], f"instances() after refused releases: {gpu.instances()!r}"
+
+
+@pytest.mark.points(1)
+def test_every_request_is_checked_even_when_they_cannot_fit() -> None:
+    """Every entry of requests is checked, even after earlier entries already ask for more than
+    the fleet holds: a bad name, a negative count or a count that is not an int still raises."""
+    cases: list[tuple[dict[str, Any], type[Exception]]] = [
+        ({"1g.5gb": 1}, ValueError), ({"3g.40gb": -1}, ValueError),
+        ({"1g.10gb": 1.5}, TypeError), ({"1g.10gb": None}, TypeError)]
+    for late, error in cases:
+        requests = {"7g.80gb": 2, **late}
+        try:
+            got = plan(requests, 1, "A100-80GB")
+        except error:
+            continue
+        pytest.fail(f"plan({requests}, 1, 'A100-80GB') returned {got!r}: expected "
+                    f"{error.__name__} for {late}, whether or not the rest fits")
+
+
+@pytest.mark.points(1)
+def test_requests_that_are_not_a_mapping_raise_type_error() -> None:
+    """requests that is not a mapping (a list of (name, count) pairs, a set of names) raises
+    TypeError, even where dict() would accept it."""
+    bad: Any
+    for bad in ([("3g.40gb", 1)], (("1g.10gb", 2),), {"7g.80gb"}):
+        with pytest.raises(TypeError):
+            plan(bad, 1, "A100-80GB")

@@ -201,3 +201,70 @@ def test_a_released_start_can_be_used_again() -> None:
     gpu.release(four)
     got = gpu.place("3g.40gb", 0)
     assert got == Instance("3g.40gb", 0, 4), f"place('3g.40gb', 0) after the release gave {got!r}"
+
+
+def _occupancies() -> list[int]:
+    """Every set of occupied slices a GPU can reach: slice 7 is taken only with slice 6."""
+    return [used for used in range(256) if not (used >> 7 & 1 and not used >> 6 & 1)]
+
+
+def _gpu_holding(model: str, used: int, churn: bool = False) -> Gpu:
+    """A GPU whose occupied slices are exactly ``used``, built from 1- and 2-slice instances;
+    with ``churn``, each free 1-slice start is then taken and released again."""
+    single, quarter = NAMES[model][0], NAMES[model][1]
+    gpu = Gpu(model)
+    for s in range(6):
+        if used >> s & 1:
+            gpu.place(single, s)
+    if used >> 6 & 3 == 3:
+        gpu.place(quarter, 6)
+    elif used >> 6 & 1:
+        gpu.place(single, 6)
+    if churn:
+        for s in range(7):
+            if not used >> s & 1:
+                held = gpu.place(single, s)
+                assert held is not None
+                gpu.release(held)
+    return gpu
+
+
+def _describe(gpu: Gpu) -> str:
+    return ", ".join(f"{i.profile}@{i.start}" for i in gpu.instances()) or "nothing"
+
+
+def _check_every_occupancy(model: str, churn: bool) -> None:
+    how = " (after placing and releasing a 1-slice instance on each free slice)" if churn else ""
+    for used in _occupancies():
+        gpu = _gpu_holding(model, used, churn)
+        got_placeable = gpu.placeable()
+        want_placeable = placeable_oracle(model, used)
+        assert got_placeable == want_placeable, (
+            f"Gpu({model!r}) holding {_describe(gpu)}{how}: placeable() returned "
+            f"{sorted(got_placeable)}, expected {sorted(want_placeable)}")
+        for name in NAMES[model]:
+            gpu = _gpu_holding(model, used, churn)
+            held = _describe(gpu)
+            got = gpu.place(name)
+            want = rule_start(model, used, name)
+            mem = TABLE[model][name][0]
+            expected = None if want is None else Instance(name, want, want + mem)
+            assert got == expected, (
+                f"Gpu({model!r}) holding {held}{how}: place({name!r}) returned {got!r}, "
+                f"expected {expected!r} (rule 4: of the free starts, the one closing the fewest "
+                "free placements, a placement being free when none of its slices is taken)")
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("model", ["A100-40GB", "A100-80GB"])
+def test_place_follows_rule_4_from_every_occupancy(model: str) -> None:
+    """From every set of occupied slices a GPU can reach, place(profile) picks rule 4's start
+    and placeable() lists exactly what fits."""
+    _check_every_occupancy(model, churn=False)
+
+
+@pytest.mark.points(2)
+def test_place_follows_rule_4_after_releases() -> None:
+    """After instances were placed and released again, place(profile) still scores only the
+    placements that are free now: from every occupancy it picks rule 4's start."""
+    _check_every_occupancy("A100-80GB", churn=True)

@@ -63,3 +63,28 @@ def test_plan_time_stays_linear_on_a_fleet_of_64000_gpus() -> None:
         f"plan on {large} GPUs took {ratio:.0f}x the time of {_BIG_SMALL} GPUs: expected about "
         f"{_GROWTH}x; work that grows with the fleet for each GPU or instance (such as "
         "list.pop(0)) makes it quadratic")
+
+
+# A fleet of whole GPUs only: 1,000 -> 128,000 GPUs of one 7g each. Linear work takes 128x to
+# about 300x (the large lists outgrow the caches); putting each whole GPU at the front of the
+# list (list.insert(0, ...)) is quadratic in the 7g count and takes thousands of times as long.
+_WHOLE_SMALL, _WHOLE_GROWTH, _WHOLE_LIMIT = 1_000, 128, 1_000.0
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(120)
+@pytest.mark.points(2)
+def test_plan_time_stays_linear_on_a_fleet_of_whole_gpus() -> None:
+    """plan for 128,000 GPUs of one 7g each takes about 128x the time of 1,000, not more."""
+    model, large = "A100-80GB", _WHOLE_SMALL * _WHOLE_GROWTH
+    many = {"7g.80gb": large}
+    got = plan(many, large, model)
+    assert got is not None and len(got) == large and all(len(g) == 1 for g in got), (
+        f"plan({many}, {large}) did not return {large} layouts of one 7g each")
+
+    ratio = growth(lambda: plan({"7g.80gb": _WHOLE_SMALL}, _WHOLE_SMALL, model),
+                   lambda: plan(many, large, model), _WHOLE_LIMIT)
+    assert ratio < _WHOLE_LIMIT, (
+        f"plan on {large} GPUs of one 7g each took {ratio:.0f}x the time of {_WHOLE_SMALL}: "
+        f"expected about {_WHOLE_GROWTH}x; work that grows with the fleet for each whole GPU "
+        "(such as list.insert(0, ...)) makes it quadratic")

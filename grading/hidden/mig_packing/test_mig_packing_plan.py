@@ -111,9 +111,11 @@ def test_plan_returns_one_layout_per_gpu() -> None:
 @edge
 @pytest.mark.points(2)
 def test_plan_of_nothing_is_idle_gpus() -> None:
-    """No requests (or only zero counts) give one empty layout per GPU; zero GPUs give []."""
+    """No requests (or only zero counts) give one empty layout per GPU; zero GPUs give [],
+    for zero counts too."""
     cases: list[tuple[dict[str, int], int, list[list[Instance]]]] = [
-        ({}, 2, [[], []]), ({"1g.10gb": 0, "7g.80gb": 0}, 1, [[]]), ({}, 0, [])]
+        ({}, 2, [[], []]), ({"1g.10gb": 0, "7g.80gb": 0}, 1, [[]]), ({}, 0, []),
+        ({"3g.40gb": 0}, 0, []), ({"1g.10gb": 0, "7g.80gb": 0}, 0, [])]
     for requests, gpus, want in cases:
         got = plan(requests, gpus, "A100-80GB")
         assert got == want, f"plan({requests}, {gpus}, 'A100-80GB') is {got!r}, expected {want}"
