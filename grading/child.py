@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from grading import contract, forkserver, hostos, isolation, processes, testcode
 from grading.catalog import CHILD_SIDE, Exercise
 from grading.channel import ChannelReader, ChildReport, Progress
-from grading.limits import AFTER_STRIKES, COLLECT_LIMIT, GRACE, Limits, Strikes
+from grading.limits import AFTER_STRIKES, GRACE, Limits, Strikes
 from grading.results import Result
 
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
@@ -172,7 +172,7 @@ def _overdue(run: Run, child: ChildReport, running: float, now: float) -> str:
     """Why the child must be stopped for time now ("" if it need not)."""
     if now >= run.deadline:
         return f"the run exceeded its wall limit of {run.limits.wall:g} s"
-    collect_limit = min(COLLECT_LIMIT, run.limits.wall)
+    collect_limit = min(run.limits.collect, run.limits.wall)
     if child.collected is None and running > collect_limit:
         return f"importing the submission took over {collect_limit:g} s"
     if child.current is not None and child.current in child.results:

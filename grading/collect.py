@@ -21,7 +21,7 @@ from grading import files, isolation
 from grading.catalog import ROOT, Exercise
 from grading.channel import ProtocolError
 from grading.child import Run, run_child
-from grading.limits import COLLECT_LIMIT, Limits
+from grading.limits import STUB_COLLECT_LIMIT, Limits
 from grading.results import Check
 
 CACHE = ROOT / ".grader" / "checks"
@@ -66,9 +66,11 @@ def _collected(exercise: Exercise, limits: Limits) -> list[Check]:
 
 
 def _collect(exercise: Exercise, limits: Limits) -> list[Check]:
-    trusted = replace(limits, wall=COLLECT_LIMIT)  # the stub is not held to a run's wall limit
+    # The stub is not held to a run's wall limit, nor to a submission's time to import.
+    trusted = replace(limits, wall=STUB_COLLECT_LIMIT, collect=STUB_COLLECT_LIMIT)
     with tempfile.TemporaryDirectory(prefix="run-", dir=isolation.runs_dir()) as tmp:
-        run = Run(exercise, exercise.stub, trusted, time.monotonic() + COLLECT_LIMIT, Path(tmp))
+        run = Run(exercise, exercise.stub, trusted, time.monotonic() + STUB_COLLECT_LIMIT,
+                  Path(tmp))
         try:
             child = run_child(run, 0, {"mode": "collect"}, {})
         except ProtocolError as exc:

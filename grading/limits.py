@@ -12,6 +12,9 @@ from grading.results import Check, Result
 
 GRACE = 1.0  # seconds past a check's own limit before the watchdog kills the child
 COLLECT_LIMIT = 60.0  # seconds allowed for importing the submission and collecting
+# Collecting the stub's checks (trusted code, once per version of the files) may take longer: it
+# is the first child of a grading, and on a loaded machine with cold caches it pays for them.
+STUB_COLLECT_LIMIT = 180.0
 _FLOOR = 3.0  # the least time limit a check is given from its cost (see `bounded`)
 _COST_FACTOR = 30.0  # a check's limit, in times what it cost the reference
 # After this many checks of a grading were killed for running past their limits without
@@ -31,6 +34,7 @@ class Limits:
     timeout: float = CHECK_LIMIT  # default per-check limit; `@pytest.mark.timeout(s)` overrides
     shards: int = 2  # children that share a grading's checks, running at once
     from_costs: bool = True  # limits from what each check cost the reference (`bounded`)
+    collect: float = COLLECT_LIMIT  # seconds for importing the submission and collecting
 
 
 def bounded(checks: Iterable[Check], limits: Limits) -> list[Check]:

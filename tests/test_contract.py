@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from grading import catalog, child, contract, report, run, sandbox
+from grading import child, contract
 from grading.channel import ChannelReader, ChildReport, ProtocolError
 from grading.limits import Limits
-from grading.request import GradeRequest
 from grading.results import Check, Result
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_grader
 
 _CHECK = Check("hidden::test_x", "The x rule.", "hidden", "correctness", 2.0, 10.0)
 
@@ -92,17 +91,22 @@ def test_what_the_contract_does_not_allow_is_a_protocol_error(record: dict[str, 
     assert result.status == "pending", "a broken record must not decide a check"
 
 
-def test_a_protocol_error_marks_the_grade_not_graded(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*_args: object, **_kwargs: object) -> list[Result]:
-        raise ProtocolError("the child reported an unknown status 'skipped'")
-
-    monkeypatch.setattr(sandbox, "grade", broken)
-    exercise = catalog.Exercise("token_bucket")
-    task = run.Task(exercise, exercise.solution, [_CHECK])
-    grade = run.grade_one(task, Limits(), GradeRequest((exercise,), mypy=False),
-                          report.ProgressLine(live=False))
-    assert grade.refused and grade.reason.startswith("grader error, not graded:"), grade.reason
+def test_a_protocol_error_marks_the_grade_not_graded(tmp_path: Path) -> None:
+    """A record the contract does not allow (here forged by the submission, which reads the run's
+    token from the plugin in its own process) makes the grade "not graded", never a traceback."""
+    forger = tmp_path / "token_bucket.py"
+    forger.write_text((ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
+                      + "\nimport sys\n"
+                      "_plugin = sys.modules.get('_kata_grading_plugin')\n"
+                      "if _plugin is not None:\n"
+                      "    _plugin._emit({'ev': 'result', 'id': 'x', 'status': 'bogus'})\n",
+                      encoding="utf-8")
+    done = run_grader(["token_bucket", "--no-mypy", "--format", "json", "--submission",
+                       str(forger), "--check", "test_a_new_bucket_is_full"])
+    assert done.code == 1, done.stderr
+    (grade,) = done.json_lines()
+    assert str(grade["reason"]).startswith("grader error, not graded:"), grade["reason"]
+    assert "'bogus'" in str(grade["reason"]), grade["reason"]
 
 
 def test_the_graders_parent_process_needs_only_the_standard_library() -> None:
