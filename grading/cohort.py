@@ -18,11 +18,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from grading import catalog, cohort_files, forkserver, isolation, report, signatures
+from grading import catalog, cohort_files, report, run, signatures
 from grading.collect import GradingError, collect
 from grading.inputs import UsageError, select
 from grading.limits import Limits
-from grading.request import CHECK_LIMIT, WALL_LIMIT, GradeRequest
+from grading.request import WALL_LIMIT, GradeRequest
 from grading.results import Check, Grade
 from grading.returned import Candidate, candidates, named_exercises
 
@@ -82,13 +82,7 @@ def _grade(request: CohortRequest, exercises: list[catalog.Exercise],
     asked = GradeRequest(tuple(exercises), checks=request.checks, jobs=request.jobs,
                          mypy=request.mypy, isolation=request.isolation,
                          wall_limit=request.wall_limit, timeout=request.timeout)
-    try:
-        notice = isolation.choose(asked.isolation)
-    except isolation.IsolationError as exc:
-        raise UsageError(str(exc)) from None
-    limits = Limits(wall=asked.wall_limit, timeout=asked.timeout or CHECK_LIMIT,
-                    from_costs=asked.timeout is None)
-    forkserver.expect(exercises)
+    notice, limits = run.prepare(asked)
     checks = {e.name: _checks(e, asked.checks, limits) for e in exercises}
     if notice:
         print(notice, file=sys.stderr)

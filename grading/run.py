@@ -59,9 +59,10 @@ def grade_all(request: GradeRequest) -> int:
     return 0 if all(g.passed for g in grades) else 1
 
 
-def grade_request(request: GradeRequest) -> list[Grade] | None:
-    """The grades of what `request` asks for (None after `--watch`, which ends by Ctrl-C).
-    Raises `UsageError` for what cannot be graded at all."""
+def prepare(request: GradeRequest) -> tuple[str, Limits]:
+    """The isolation notice (to be said once the command line is known to be good) and the
+    limits of `request`; the fork server is told what it will grade. `UsageError` when the
+    isolation asked for cannot be had."""
     try:
         notice = isolation.choose(request.isolation)
     except isolation.IsolationError as exc:
@@ -69,6 +70,13 @@ def grade_request(request: GradeRequest) -> list[Grade] | None:
     limits = Limits(wall=request.wall_limit, timeout=request.timeout or CHECK_LIMIT,
                     from_costs=request.timeout is None)
     forkserver.expect(list(request.exercises))  # the server loads what these exercises import
+    return notice, limits
+
+
+def grade_request(request: GradeRequest) -> list[Grade] | None:
+    """The grades of what `request` asks for (None after `--watch`, which ends by Ctrl-C).
+    Raises `UsageError` for what cannot be graded at all."""
+    notice, limits = prepare(request)
     if request.output and not request.output.resolve().parent.is_dir():
         raise UsageError(f"cannot write {request.output}: no such folder")
     tasks = [task for exercise in request.exercises for task in _tasks(exercise, request, limits)]
