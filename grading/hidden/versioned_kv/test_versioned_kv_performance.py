@@ -121,10 +121,11 @@ def test_put_of_a_new_key_stays_flat_as_the_keys_grow() -> None:
         for i in range(200):
             big.put(next(fresh_keys), i)
 
-    ratio = kata_measure.growth(put_fresh, put_big, 8)
-    # A dict of keys: about 1x; a list of keys searched with `in`: 20x and more.
-    assert ratio < 8, (
-        f"200 puts of new keys into a store of 5000 keys took {kata_measure.times(ratio, 8)} "
+    # A dict of keys: about 1-2x (up to 4x with a loaded machine's cache misses); a list of keys
+    # searched with `in`: about 28x.
+    ratio = kata_measure.growth(put_fresh, put_big, 12)
+    assert ratio < 12, (
+        f"200 puts of new keys into a store of 5000 keys took {kata_measure.times(ratio, 12)} "
         "the CPU time of 200 into a new store: a put of a new key should cost O(1), not a scan "
         "over the keys"
     )
