@@ -38,14 +38,26 @@ def test_summary_matches_a_brute_force_model(entries: list[Any], top: int) -> No
         assert g == w, f"summarize(...).{name} is {g}, expected {w} (lines: {list(lines)})"
 
 
+class _Seed(random.Random):
+    """A seeded generator that prints the same in every process: a falsifying example's text is
+    part of a grading's outcome, and `random.Random`'s repr holds its address."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self._label = seed
+
+    def __repr__(self) -> str:
+        return f"random.Random({self._label})"
+
+
 @settings(max_examples=40)
 @given(entries=st.lists(ENTRY, min_size=1, max_size=30), seed=st.randoms(use_true_random=False))
 @example(entries=[(None, "0000:5e:00", 13, False), (None, "0000:3b:00", 13, False)],
-         seed=random.Random(0))
+         seed=_Seed(0))
 # One slot on two hosts is two GPUs: an answer keyed by PCI alone fails here at once, before
-# any shrinking (random.Random(0) swaps the last two lines).
+# any shrinking (a generator seeded with 0 swaps the last two lines).
 @example(entries=["noise", ("node-1", "0000:3b:00", 13, False),
-                  ("NODE-2", "0000:3b:00", 79, False)], seed=random.Random(0))
+                  ("NODE-2", "0000:3b:00", 79, False)], seed=_Seed(0))
 def test_top_gpus_do_not_depend_on_input_order(entries: list[Any], seed: Any) -> None:
     """Shuffling the lines never changes top_gpus or actionable (ties are broken by GPU)."""
     lines = [render(e)[0] for e in entries]
