@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -38,8 +39,15 @@ class Clock:
         return self.t - self.step
 
 
+# Set by `Api.gather(hold=...)` in the held request's task; the app's worker threads inherit it.
+_HOLD: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("hold", default=None)
+
+
 class RendezvousClock(Clock):
     """The first two calls wait for each other, so two concurrent requests overlap in time.
+
+    A call made for a request that `Api.gather` holds then waits until every other request of
+    that gather has its response, so the held request finishes last whatever the scheduler does.
 
     A solution that reads the clock while holding its own lock makes the first caller wait out
     the bound alone; the outcome is the same, only slower.
@@ -62,6 +70,9 @@ class RendezvousClock(Clock):
         if first:
             with suppress(threading.BrokenBarrierError):
                 self._barrier.wait()
+        held = _HOLD.get()
+        if held is not None:
+            held.wait(timeout=2.0)
         return self.t
 
 
@@ -99,12 +110,25 @@ class Api:
         job: dict[str, Any] = r.json()
         return job
 
-    def gather(self, calls: list[tuple[str, str, dict[str, Any]]]) -> list[httpx.Response]:
+    def gather(self, calls: list[tuple[str, str, dict[str, Any]]],
+               hold: int | None = None) -> list[httpx.Response]:
+        """Send the calls at once; the clock holds call `hold` until the others are answered."""
+        release, waiting = threading.Event(), len(calls) - (hold is not None)
+
         async def run() -> list[httpx.Response]:
             out: list[httpx.Response | None] = [None] * len(calls)
 
             async def one(i: int, method: str, url: str, kw: dict[str, Any]) -> None:
-                out[i] = await self.send(method, url, **kw)
+                nonlocal waiting
+                if i == hold:
+                    _HOLD.set(release)
+                try:
+                    out[i] = await self.send(method, url, **kw)
+                finally:
+                    if i != hold:
+                        waiting -= 1
+                        if waiting == 0:
+                            release.set()
 
             async with anyio.create_task_group() as tg:
                 for i, (method, url, kw) in enumerate(calls):

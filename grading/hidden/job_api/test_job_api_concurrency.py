@@ -63,9 +63,9 @@ def test_cancel_racing_the_end_of_a_job_never_reopens_it() -> None:
             job = api.create()
             drive(api, job["id"], ["running"])
             clock.arm()  # the two requests' clock reads meet: both are inside the server at once
-            cancel, done = api.gather([
+            cancel, done = api.gather([  # and the cancel, once past the clock, ends last
                 ("POST", f"/jobs/{job['id']}/cancel", {}),
-                ("POST", f"/jobs/{job['id']}/transitions", {"json": {"to": "succeeded"}})])
+                ("POST", f"/jobs/{job['id']}/transitions", {"json": {"to": "succeeded"}})], hold=0)
             assert done.status_code == 200, f"running -> succeeded answered {done.status_code}"
             assert cancel.status_code in (202, 409), f"cancel answered {cancel.status_code}"
             state = api.call("GET", f"/jobs/{job['id']}").json()["state"]
