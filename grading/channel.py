@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from grading import contract
 from grading.results import Result
@@ -74,6 +74,9 @@ class ChildReport:
         getattr(self, f"on_{ev}")(record)
 
     def on_check(self, record: dict[str, Any]) -> None:
+        if record.get("visibility") not in contract.VISIBILITIES:
+            raise ProtocolError(f"the child reported a check {record.get('id')!r} of unknown "
+                                f"visibility {record.get('visibility')!r}")
         self.checks.append(record)
 
     def on_collected(self, record: dict[str, Any]) -> None:
@@ -104,7 +107,7 @@ class ChildReport:
                                 f"{record.get('id')!r}")
         result = self.results.get(str(record.get("id")))
         if result is not None and result.status == "pending":
-            result.status = str(status)
+            result.status = cast("contract.Status", status)
             result.message = str(record.get("message", ""))
             result.falsifying = str(record.get("falsifying", ""))
             result.duration = float(record.get("duration", 0.0))

@@ -128,7 +128,7 @@ def library(limits: Limits) -> tuple[Path, Path]:
     ini = lib / f"pytest-{limits.timeout:g}.ini"
     with _LIBRARY:
         for source in CHILD_SIDE:
-            name = contract.PLUGIN_MODULE if source.stem == "plugin" else f"_kata_{source.stem}"
+            name = contract.lib_module(source.stem)
             if not (lib / f"{name}.py").is_file():
                 shutil.copyfile(source, lib / f"{name}.py")
         if not ini.is_file():
@@ -214,7 +214,7 @@ def lay_out(work: Path, exercise: Exercise, submission: Path) -> None:
         (work / contract.COMPILED).write_bytes(compiled)
 
 
-def fail(results: Iterable[Result], status: str, message: str) -> None:
+def fail(results: Iterable[Result], status: contract.FinalStatus, message: str) -> None:
     """Give every pending one of `results` `status` with `message`."""
     for result in results:
         if result.status == "pending":
@@ -238,7 +238,7 @@ def _conclude(child: ChildReport, config: contract.Config, killed_for: str,
         fail(missing, "error", why)
 
 
-def _settle(child: ChildReport, status: str, reason: str) -> None:
+def _settle(child: ChildReport, status: contract.FinalStatus, reason: str) -> None:
     """The child stopped without finishing: blame the check in progress, or all if none ran."""
     if child.current is not None and child.current in child.results:
         fail([child.results[child.current]], status, reason)

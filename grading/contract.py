@@ -14,11 +14,17 @@ the mutation runner load the profile from here too.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 # ---- the work directory of one child ------------------------------------------------------
-PLUGIN_MODULE = "_kata_grading_plugin"  # the plugin's name in lib/ (`-p PLUGIN_MODULE`)
-MODULE = "_kata_contract"  # this file's name in lib/
+PREFIX = "_kata_"  # what the child-side modules' names start with in lib/
+PLUGIN_MODULE = f"{PREFIX}grading_plugin"  # the plugin's name in lib/ (`-p PLUGIN_MODULE`)
+MODULE = f"{PREFIX}contract"  # this file's name in lib/: the plugin loads it by this name
+
+
+def lib_module(stem: str) -> str:
+    """The name in lib/ of the child-side module `grading/STEM.py`."""
+    return PLUGIN_MODULE if stem == "plugin" else f"{PREFIX}{stem}"
 HIDDEN_DIR = "hidden"  # the hidden checks' folder, beside the submission and the visible tests
 COMPILED = ".kata-tests.marshal"  # the test modules as the grader compiled them
 
@@ -33,13 +39,17 @@ def visible_tests_file(exercise: str) -> str:
 
 
 # ---- statuses and categories ----------------------------------------------------------------
-Status = Literal["passed", "failed", "error", "timeout"]
-REPORTED: tuple[Status, ...] = ("passed", "failed", "error", "timeout")  # what a child reports
-# A check's final status: what a child reported, or "crashed" when no child could report it.
-FINAL = (*REPORTED, "crashed")
+# The status types are the one definition: `mypy --strict` (strict equality) rejects a
+# comparison with, or an assignment of, any other string.
+Status = Literal["passed", "failed", "error", "timeout"]  # what a child reports
+FinalStatus = Literal[Status, "crashed"]  # "crashed": no child could report the check
+REPORTED: tuple[Status, ...] = get_args(Status)
+FINAL: tuple[FinalStatus, ...] = (*REPORTED, "crashed")
 CATEGORIES = ("correctness", "edge_cases", "bad_input", "concurrency", "performance")
-VISIBLE, HIDDEN = "visible", "hidden"  # where a check comes from: the start of its id
-VISIBILITIES = (VISIBLE, HIDDEN)
+Visibility = Literal["visible", "hidden"]  # where a check comes from: the start of its id
+VISIBLE: Visibility = "visible"
+HIDDEN: Visibility = "hidden"
+VISIBILITIES: tuple[Visibility, ...] = (VISIBLE, HIDDEN)
 CHECK_LIMIT = 10.0  # seconds a check may run when neither the config nor a marker says
 
 
@@ -66,7 +76,7 @@ class CheckRecord(TypedDict):
     ev: Literal["check"]
     id: str  # `visible::test_x` or `hidden::test_x[param]`
     name: str  # what the candidate reads
-    visibility: str  # one of VISIBILITIES
+    visibility: Visibility
     category: str  # one of CATEGORIES
     points: float
     timeout: float

@@ -35,9 +35,8 @@ import pytest
 if TYPE_CHECKING:
     from grading import contract, describe, guard
 else:
-    def _beside(name: str) -> types.ModuleType:
-        """The child-side module `name`, laid beside this file in `lib` as `_kata_NAME.py`."""
-        module_name = f"_kata_{name}"
+    def _beside(module_name: str) -> types.ModuleType:
+        """The child-side module laid beside this file in `lib` as `MODULE_NAME.py`."""
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{module_name}.py")
         spec = importlib.util.spec_from_file_location(module_name, path)
         if spec is None or spec.loader is None:
@@ -47,7 +46,9 @@ else:
         spec.loader.exec_module(module)
         return module
 
-    contract, describe, guard = _beside("contract"), _beside("describe"), _beside("guard")
+    contract = _beside("_kata_contract")  # contract.MODULE: the name known before the contract
+    describe = _beside(contract.lib_module("describe"))
+    guard = _beside(contract.lib_module("guard"))
 
 
 def _read_config() -> dict[str, Any]:

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from grading.contract import CATEGORIES
+from grading.contract import CATEGORIES, FinalStatus, Visibility
 from grading.contract import FINAL as STATUSES
 
 __all__ = ["CATEGORIES", "FEEDBACK", "STATUSES", "Check", "Grade", "Result", "num"]
@@ -19,7 +19,7 @@ class Check:
 
     id: str
     name: str
-    visibility: str
+    visibility: Visibility
     category: str
     points: float
     timeout: float
@@ -33,7 +33,7 @@ class Check:
 @dataclass
 class Result:
     check: Check
-    status: str = "pending"  # passed | failed | error | timeout | crashed
+    status: FinalStatus | Literal["pending"] = "pending"
     message: str = ""
     falsifying: str = ""
     duration: float = 0.0

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from grading import catalog, cohort_files
+from grading.contract import FinalStatus, Visibility
 from grading.results import Check, Grade, Result
 from grading.returned import Candidate
 from tests import cohort_helpers as h
@@ -33,7 +34,7 @@ if not Path(CHROMIUM).is_file():
 EXERCISE = catalog.Exercise("interval_union")
 PEOPLE = ("ann", "ben", "o'<i>neil</i>", "zoe")
 # Each check's status for each candidate (zoe handed in no file for it).
-STATUSES = {
+STATUSES: dict[str, tuple[FinalStatus | None, ...]] = {
     "visible::test_one": ("passed", "passed", "failed", None),
     "hidden::test_two": ("passed", "failed", "timeout", None),
     "hidden::test_three": ("passed", "failed", "crashed", None),
@@ -44,8 +45,9 @@ BUG = {"bug": "double_count", "summary": "a GPU's overlapping intervals count tw
 
 def _synthetic() -> dict[str, Any]:
     """A cohort's data made by hand: every status, a known bug two of three fell into."""
-    checks = [Check(cid, f"check {cid.split('_')[-1]}", cid.split("::")[0], "correctness", 1.0,
-                    10.0) for cid in STATUSES]
+    where: dict[str, Visibility] = {"visible": "visible", "hidden": "hidden"}
+    checks = [Check(cid, f"check {cid.split('_')[-1]}", where[cid.split("::")[0]], "correctness",
+                    1.0, 10.0) for cid in STATUSES]
     found = [Candidate(name, name, Path("/nowhere")) for name in PEOPLE]
     grades = {}
     for i, name in enumerate(PEOPLE[:3]):

@@ -83,6 +83,8 @@ def test_what_the_plugin_writes_is_read_back_by_the_child_report(tmp_path: Path)
     {"ev": "result", "id": _CHECK.id, "status": "skipped", "message": ""},
     {"ev": "result", "id": _CHECK.id, "message": ""},
     {"ev": "progress", "id": _CHECK.id},
+    {"ev": "check", "id": _CHECK.id, "name": "n", "visibility": "secret", "category": "correctness",
+     "points": 1.0, "timeout": 10.0, "file": "test_x.py"},
 ])
 def test_what_the_contract_does_not_allow_is_a_protocol_error(record: dict[str, object]) -> None:
     result = Result(_CHECK)
@@ -91,13 +93,21 @@ def test_what_the_contract_does_not_allow_is_a_protocol_error(record: dict[str, 
     assert result.status == "pending", "a broken record must not decide a check"
 
 
+def test_the_plugin_loads_the_contract_by_the_name_the_contract_gives_itself() -> None:
+    """The one contract name the plugin must know before it has the contract, checked here."""
+    plugin = (ROOT / "grading" / "plugin.py").read_text(encoding="utf-8")
+    assert f'_beside("{contract.MODULE}")' in plugin
+    assert contract.lib_module("plugin") == contract.PLUGIN_MODULE
+    assert contract.lib_module("contract") == contract.MODULE
+
+
 def test_a_protocol_error_marks_the_grade_not_graded(tmp_path: Path) -> None:
     """A record the contract does not allow (here forged by the submission, which reads the run's
     token from the plugin in its own process) makes the grade "not graded", never a traceback."""
     forger = tmp_path / "token_bucket.py"
     forger.write_text((ROOT / "solutions" / "token_bucket.py").read_text(encoding="utf-8")
                       + "\nimport sys\n"
-                      "_plugin = sys.modules.get('_kata_grading_plugin')\n"
+                      f"_plugin = sys.modules.get({contract.PLUGIN_MODULE!r})\n"
                       "if _plugin is not None:\n"
                       "    _plugin._emit({'ev': 'result', 'id': 'x', 'status': 'bogus'})\n",
                       encoding="utf-8")

@@ -184,14 +184,14 @@ def test_compare_lists_the_checks_whose_outcome_moved(tmp_path: Path) -> None:
 def test_list_shows_the_last_grade_of_any_submitted_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from grading import cli, state
+    from grading import commands, state
 
     monkeypatch.setenv(state.ENV, str(tmp_path / "state.json"))
     fixed = tmp_path / "alice.py"
     fixed.write_text(_REFERENCE, encoding="utf-8")
-    assert cli.main(["token_bucket", "--no-mypy", "--submission", str(fixed)]) == 0
+    assert commands.main(["token_bucket", "--no-mypy", "--submission", str(fixed)]) == 0
     capsys.readouterr()
-    cli.main(["list"])
+    commands.main(["list"])
     row = next(line for line in capsys.readouterr().out.splitlines()
                if line.startswith("token_bucket"))
     top = sum(c.points for c in _collected("token_bucket"))
@@ -236,5 +236,6 @@ def _top_imports(module: str) -> set[str]:
 def test_rendering_knows_no_process_and_cli_and_run_do_not_import_each_other() -> None:
     assert not any("sandbox" in name for name in _top_imports("report"))
     assert "grading.run" not in _top_imports("cli")
+    assert "grading.run" not in _top_imports("commands")
     assert not any(name in ("grading.cli", "grading.cli.cli") or name.endswith(".cli")
                    for name in _top_imports("run"))

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from grading import report
+from grading.contract import Visibility
 from grading.request import FORMATS
 from grading.results import Check, Grade, Result
 
@@ -22,7 +23,7 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
 def _grading() -> list[Grade]:
-    def check(name: str, visibility: str = "hidden", category: str = "correctness",
+    def check(name: str, visibility: Visibility = "hidden", category: str = "correctness",
               points: float = 1.0) -> Check:
         return Check(f"{visibility}::test_{name}", f"The {name.replace('_', ' ')} rule.",
                      visibility, category, points, 10.0)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from grading import isolation
+from grading import contract, isolation
 from tests.helpers import ROOT, Completed, run_grader
 
 pytestmark = pytest.mark.linux_only("finds leftover processes in /proc; the attacks assume "
@@ -190,7 +190,7 @@ ATTACKS: dict[str, str] = {
     # Under bubblewrap: the grading plugin rewritten to pass every check, then a crash in the
     # first check, so that the grader starts a new child for the others, which loads the plugin.
     "rewrites_the_grading_plugin": _STUB.replace(_IMPORT, "import os, sys\n"
-        "_path = getattr(sys.modules.get('_kata_grading_plugin'), '__file__', '')\n"
+        f"_path = getattr(sys.modules.get({contract.PLUGIN_MODULE!r}), '__file__', '')\n"
         "try:\n"
         "    _text = open(_path).read()\n"
         "    _forged = '# forged' in _text\n"
