@@ -192,13 +192,14 @@ _BOOT_COPY = threading.Lock()
 
 
 def boot_script() -> Path:
-    """The boot script in the folder of runs' `lib` (copied there once), which servers and
-    children started without one run."""
-    boot = isolation.runs_dir() / isolation.LIB / _BOOT.name
+    """The boot script in the folder of runs' `lib` (copied there once, with the `_preloads.py`
+    it loads beside it), which servers and children started without one run."""
+    lib = isolation.runs_dir() / isolation.LIB
     with _BOOT_COPY:
-        if not boot.is_file():
-            shutil.copyfile(_BOOT, boot)
-    return boot
+        for source in (_BOOT, _BOOT.with_name("_preloads.py")):
+            if not (lib / source.name).is_file():
+                shutil.copyfile(source, lib / source.name)
+    return lib / _BOOT.name
 
 
 class _Servers:

@@ -21,25 +21,25 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
-from grading import _boot, catalog, isolation
+from grading import _preloads, catalog, isolation
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows, which has no fork server either
     fcntl = None  # type: ignore[assignment]
 
-_BOOT = Path(__file__).with_name("_boot.py")
+_SCRIPT = Path(_preloads.__file__)  # run as a script to compile or to build the tables
 _TABLES = catalog.ROOT / ".grader" / "unicode"
 _BYTECODE_LOCK = catalog.ROOT / ".grader" / "bytecode.lock"
 _LIMIT = 60.0  # seconds for building the tables or compiling the preloads
 
 
 def libraries_of(exercises: Iterable[catalog.Exercise]) -> frozenset[str]:
-    """Which of `_boot.LIBRARIES` the exercises' stubs and tests import."""
+    """Which of `_preloads.LIBRARIES` the exercises' stubs and tests import."""
     found = catalog.imports_of(path for exercise in exercises
                                for path in (exercise.stub, exercise.visible_tests,
                                             *exercise.hidden_files))
-    return frozenset(found & _boot.LIBRARIES.keys())
+    return frozenset(found & _preloads.LIBRARIES.keys())
 
 
 def uncompiled(names: tuple[str, ...]) -> list[str]:
@@ -68,7 +68,7 @@ def uncompiled(names: tuple[str, ...]) -> list[str]:
 
 def unicode_tables(lib: Path, env: dict[str, str]) -> str:
     """A fresh copy in `lib` of hypothesis's Unicode tables, for the server to load (see
-    `_boot.unicode_tables`); "" if they cannot be had, and the children build them as before.
+    `_preloads.unicode_tables`); "" if they cannot be had, and the children build them.
 
     They are built once per hypothesis and Unicode version into `.grader/unicode/`, by a process
     that runs no submission, so what the server loads was written by nothing a submission ran.
@@ -80,7 +80,7 @@ def unicode_tables(lib: Path, env: dict[str, str]) -> str:
         if not (trusted / ".complete").exists():
             scratch = _TABLES / f"{key}.{os.getpid()}"
             shutil.rmtree(scratch, ignore_errors=True)
-            subprocess.run([sys.executable, "-P", str(_BOOT), "--warm", str(scratch)], env=env,
+            subprocess.run([sys.executable, "-P", str(_SCRIPT), "--warm", str(scratch)], env=env,
                            check=True, timeout=_LIMIT, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             (scratch / ".complete").touch()
@@ -115,7 +115,7 @@ class _Bytecode:
             if self._checked or isolation.mode() != "bwrap":
                 return
             self._checked = True
-            if not uncompiled(_boot.preloads()):
+            if not uncompiled(_preloads.preloads()):
                 return
             with contextlib.ExitStack() as held:
                 with contextlib.suppress(OSError):  # graders starting together compile once
@@ -123,12 +123,12 @@ class _Bytecode:
                     lock = held.enter_context(_BYTECODE_LOCK.open("a"))
                     if fcntl is not None:
                         fcntl.flock(lock, fcntl.LOCK_EX)
-                    if not uncompiled(_boot.preloads()):
+                    if not uncompiled(_preloads.preloads()):
                         return
                 # -I: neither the working directory nor PYTHON* variables (the caller's
                 # PYTHONDONTWRITEBYTECODE among them) have a say in what it imports or writes.
                 with contextlib.suppress(OSError, subprocess.SubprocessError):
-                    subprocess.run([sys.executable, "-I", str(_BOOT), "--compile"],
+                    subprocess.run([sys.executable, "-I", str(_SCRIPT), "--compile"],
                                    cwd=catalog.ROOT,
                                    check=False, timeout=_LIMIT, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from grading import (
-    _boot,
+    _preloads,
     child,
     collect,
     contract,
@@ -214,8 +214,8 @@ def test_a_fork_server_loads_only_the_libraries_its_exercises_import() -> None:
     web = preload.libraries_of([by_name["job_api"]])
     assert {"fastapi", "httpx", "schemathesis", "uvicorn"} <= web
     assert preload.libraries_of(EXERCISES) >= web | {"trio"}
-    assert "schemathesis" not in _boot.preloads(frozenset({"anyio"}))
-    assert "schemathesis.specs.openapi.schemas" in _boot.preloads(web)
+    assert "schemathesis" not in _preloads.preloads(frozenset({"anyio"}))
+    assert "schemathesis.specs.openapi.schemas" in _preloads.preloads(web)
 
 
 @pytest.mark.skipif(isolation.mode() != "bwrap",
@@ -240,7 +240,7 @@ def test_a_fork_server_outlives_the_thread_that_started_it() -> None:
                     reason="only under bubblewrap can children not write their own bytecode")
 def test_what_every_child_imports_is_compiled_outside_the_sandbox() -> None:
     preload.compile_preloads()
-    missing = preload.uncompiled(_boot.preloads())
+    missing = preload.uncompiled(_preloads.preloads())
     assert not missing, f"no bytecode for {missing}: every run compiles them from source"
 
 
