@@ -65,6 +65,7 @@ class ChildReport:
     done: bool = False  # the session finished
     checks: list[dict[str, Any]] = field(default_factory=list)  # collect mode: the checks
     ended: str = ""  # why the child was killed, or how it exited, when it did not finish
+    timed_out: int = 0  # checks that reported running out of time
 
     def apply(self, record: dict[str, Any]) -> None:
         """Take one record read from the channel."""
@@ -108,6 +109,7 @@ class ChildReport:
         result = self.results.get(str(record.get("id")))
         if result is not None and result.status == "pending":
             result.status = cast("contract.Status", status)
+            self.timed_out += status == "timeout"
             result.message = str(record.get("message", ""))
             result.falsifying = str(record.get("falsifying", ""))
             result.duration = float(record.get("duration", 0.0))

@@ -33,6 +33,10 @@ from grading.results import Result
 
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s*\[\s*\d+%\])?")
 _PAST_LIMIT = "the check ran past its"
+# Once enough checks of a grading stopped at their limits (`Strikes.hangs`), a child dealt its
+# checks before that is stopped, and a new one runs the checks still to run under the limits
+# cut since; it also leaves behind what the stuck calls left running (threads still spinning).
+_RESTART = "the submission hangs: the checks still to run start again under shorter limits"
 _LIBRARY = threading.Lock()
 
 
@@ -102,8 +106,6 @@ def run_child(run: Run, attempt: int, config: contract.Config, results: dict[str
         child.apply(record)
     if run.strikes is not None and killed_for.startswith(_PAST_LIMIT):
         run.strikes.add()
-    if killed_for or not child.done:
-        child.ended = killed_for or _exit_reason(code, tail)
     _conclude(child, config, f"{killed_for}; stuck at {stuck}" if stuck else killed_for,
               _exit_reason(code, tail))
     return child
@@ -148,12 +150,19 @@ def _watch(run: Run, proc: forkserver.Process, reader: ChannelReader, child: Chi
     """Follow the child until it exits; return why it had to be killed ("" if it was not)."""
     started = time.monotonic()
     watcher = processes.Watcher.needed(proc, run.limits.memory)
+    strikes, stopped = run.strikes, 0
+    cut = strikes is None or strikes.hangs()  # dealt its checks under limits cut already
     while True:
         exited = proc.poll() is not None
         for record in reader.records():
             child.apply(record)
         if exited:
             return ""
+        if strikes is not None and child.timed_out > stopped:
+            strikes.add_stopped(child.timed_out - stopped)
+            stopped = child.timed_out
+        if not cut and strikes is not None and strikes.hangs() and not child.done:
+            return _RESTART
         if stop is not None and stop.is_set():
             return "the grading was stopped"
         now = time.monotonic()
@@ -225,6 +234,10 @@ def _conclude(child: ChildReport, config: contract.Config, killed_for: str,
               exit_reason: str) -> None:
     """Settle what the child left unreported: the check it was killed in, the check it died
     in, or the checks it was asked for and never collected."""
+    if killed_for == _RESTART:  # nothing to blame: the checks still to run stay pending
+        return
+    if killed_for or not child.done:
+        child.ended = killed_for or exit_reason
     if killed_for:
         _settle(child, "crashed" if killed_for.startswith(processes.OVER) else "timeout",
                 killed_for)

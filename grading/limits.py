@@ -19,8 +19,10 @@ _FLOOR = 3.0  # the least time limit a check is given from its cost (see `bounde
 _COST_FACTOR = 30.0  # a check's limit, in times what it cost the reference
 # After this many checks of a grading were killed for running past their limits without
 # stopping (the submission ignores the timeout), the rest run to `AFTER_STRIKES` seconds each:
-# a check that does not call the hanging code passes in far less.
-_STRIKES, AFTER_STRIKES = 3, 0.5
+# a check that does not call the hanging code passes in far less. After this many stopped at
+# their limits (the submission hangs), every check runs to `_HANG_FACTOR` times its cost on the
+# reference, at least `AFTER_STRIKES` seconds.
+_STRIKES, AFTER_STRIKES, _HANG_FACTOR = 3, 0.5, 5.0
 
 
 @dataclass(frozen=True)
@@ -47,23 +49,49 @@ def bounded(checks: Iterable[Check], limits: Limits) -> list[Check]:
     it: its verdict must not turn on the machine's load."""
     if not limits.from_costs:
         return list(checks)
-    return [replace(c, timeout=min(c.timeout, max(_FLOOR, _COST_FACTOR * c.cost)))
+    return [replace(c, timeout=min(c.timeout, _from_cost(c)))
             if c.costed and c.timeout == limits.timeout else c for c in checks]
 
 
+def _from_cost(check: Check) -> float:
+    return max(_FLOOR, _COST_FACTOR * check.cost)
+
+
 class Strikes:
-    """Checks of one grading killed for running past their limits without stopping."""
+    """Checks of one grading that ran out of time, counted for the children started next.
+
+    Killed for running past their limits without stopping (`count`): once `_STRIKES` were, the
+    submission ignores its limits, and every check runs to `AFTER_STRIKES` seconds. Stopped at
+    their limits (`stopped`): once `_STRIKES` were, the submission hangs, and every check whose
+    cost on the reference is known runs to `_HANG_FACTOR` times it (at least `AFTER_STRIKES`),
+    those with limits of their own (a minute for some thread races) included: a hang costs a
+    fraction of a second a check, not seconds or minutes. A submission that never runs out of
+    time is never cut."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.stopped = 0
         self._lock = threading.Lock()
 
     def add(self) -> None:
+        """A check was killed for running past its limit."""
         with self._lock:
             self.count += 1
 
+    def add_stopped(self, checks: int) -> None:
+        """`checks` checks stopped at their limits."""
+        with self._lock:
+            self.stopped += checks
+
+    def hangs(self) -> bool:
+        """Enough checks stopped at their limits that children started now are cut."""
+        return self.stopped >= _STRIKES
+
     def cut(self, shard: list[Result]) -> None:
-        """Once the strikes are out, cut the limits of `shard`'s checks to `AFTER_STRIKES`."""
-        if self.count >= _STRIKES:
-            for r in shard:
+        """Cut the limits of `shard`'s checks as the strikes so far say."""
+        for r in shard:
+            if self.count >= _STRIKES:
                 r.check = replace(r.check, timeout=min(r.check.timeout, AFTER_STRIKES))
+            elif self.hangs() and r.check.costed:
+                hang = max(AFTER_STRIKES, _HANG_FACTOR * r.check.cost)
+                r.check = replace(r.check, timeout=min(r.check.timeout, hang))

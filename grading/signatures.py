@@ -52,8 +52,9 @@ def stored(exercise: catalog.Exercise) -> dict[str, Any] | None:
 
 def costs(exercise: catalog.Exercise) -> dict[str, float]:
     """Seconds the reference spent on each check of `exercise` (by check id) when its signatures
-    were last refreshed; empty when none are stored. Only the dealing of checks to children reads
-    them: a figure that is off costs time, never a result."""
+    were last refreshed; empty when none are stored. The dealing of checks to children reads
+    them, and each check's time limit (`limits.bounded`: a multiple of the cost, with a floor,
+    wide enough that a figure that is off costs time, never a result)."""
     data = stored(exercise) or {}
     raw = data.get("costs")
     if not isinstance(raw, dict):

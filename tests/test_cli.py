@@ -34,7 +34,7 @@ from grading import (
     signatures,
     testcode,
 )
-from grading.limits import Limits
+from grading.limits import AFTER_STRIKES, Limits, Strikes
 from grading.results import Check, Result
 from tests.helpers import EXERCISES, ROOT, caught_by, checks_of, mutant_file, run_grader
 
@@ -284,6 +284,32 @@ def test_checks_are_dealt_by_what_they_cost_the_reference() -> None:
         assert stored.keys() == known, (
             f"{exercise.name}'s stored costs are not for the checks it has: run "
             f"`uv run python -m grading.signatures refresh {exercise.name}`")
+
+
+def test_a_submission_that_hangs_has_its_limits_cut_and_one_that_does_not_never() -> None:
+    """Three checks stopped at their limits: the submission hangs, and children started since run
+    each check whose cost is known to 5x that cost (at least 0.5 s; a limit of its own too).
+    Three killed for ignoring their limits: every check runs to 0.5 s."""
+    own = Check("hidden::test_threads", "t", "hidden", "concurrency", 1, 60.0, cost=2.0,
+                costed=True)
+    cheap = Check("hidden::test_cheap", "c", "hidden", "correctness", 1, 3.0, cost=0.01,
+                  costed=True)
+    unknown = Check("hidden::test_new", "n", "hidden", "correctness", 1, 10.0, cost=0.3)
+
+    def cut(strikes: Strikes) -> list[float]:
+        shard = [Result(c) for c in (own, cheap, unknown)]
+        strikes.cut(shard)
+        return [r.check.timeout for r in shard]
+
+    strikes = Strikes()
+    strikes.add_stopped(2)
+    assert not strikes.hangs() and cut(strikes) == [60.0, 3.0, 10.0]
+    strikes.add_stopped(1)
+    assert strikes.hangs() and cut(strikes) == [10.0, AFTER_STRIKES, 10.0]
+    killed = Strikes()
+    for _ in range(3):
+        killed.add()
+    assert cut(killed) == [AFTER_STRIKES] * 3
 
 
 @pytest.mark.linux_only("finds the grader's processes in /proc")
