@@ -489,7 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         report = scan(args.directory, args.world_size)
     except (_Usage, ValueError) as err:
-        print(f"hang_finder: {err}", file=sys.stderr)
+        # One line, even for a folder or an option whose name holds a newline.
+        print("hang_finder: " + "\\n".join(str(err).splitlines()), file=sys.stderr)
         return 2
     _print(_json(report) if args.format == "json" else _paragraph(report))
     return 0 if report.kind == "no_hang" else 1

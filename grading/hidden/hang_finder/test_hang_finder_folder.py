@@ -118,3 +118,49 @@ def test_the_command_line_json_shows_a_file_name_that_is_not_utf8(
     assert code == 1 and len(files) == 1 and files[0].startswith("trace_2"), (
         f"a folder with an unreadable trace_2\\xff.json: exit {code}, unreadable {files}; "
         f"expected exit 1 and that one file listed")
+
+
+def test_scan_reads_a_file_whose_name_starts_with_a_dot(tmp_path: Path) -> None:
+    """scan reads every file, a hidden one too: .nccl_trace_rank_1 is rank 1's dump."""
+    docs = job(2, 1, 1).docs
+    (tmp_path / "nccl_trace_rank_0").write_text(json.dumps(docs[0]), encoding="utf-8")
+    (tmp_path / ".nccl_trace_rank_1").write_text(json.dumps(docs[1]), encoding="utf-8")
+    report = scan(tmp_path, 2)
+    got = (report.kind, report.no_dump)
+    assert got == ("no_hang", ()), (
+        f"a healthy 2-rank job whose rank 1 dump is .nccl_trace_rank_1: kind, no_dump = {got}, "
+        f"expected ('no_hang', ()) (rule 12: scan reads every file in the folder)")
+
+
+@pytest.mark.category("bad_input")
+def test_a_broken_file_named_like_a_readable_dump_is_unreadable_not_a_duplicate(
+        tmp_path: Path) -> None:
+    """A broken leftover whose name gives the rank of a readable dump (rank_1.json.bak beside
+    rank_1.json) is listed in unreadable: only two readable files of one rank make scan raise."""
+    docs = job(2, 1, 1).docs
+    for r, doc in docs.items():
+        (tmp_path / f"rank_{r}.json").write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "rank_1.json.bak").write_text('{"vers', encoding="utf-8")
+    try:
+        report = scan(tmp_path)
+    except ValueError as err:
+        pytest.fail(f"rank_0.json, rank_1.json and a cut-short rank_1.json.bak: scan raised "
+                    f"ValueError ({err}); expected rank_1.json.bak listed in unreadable")
+    got = (report.kind, [name for name, _ in report.unreadable])
+    assert got == ("no_hang", ["rank_1.json.bak"]), (
+        f"rank_0.json, rank_1.json and a cut-short rank_1.json.bak: kind, unreadable names = "
+        f"{got}, expected ('no_hang', ['rank_1.json.bak'])")
+
+
+def test_the_command_line_exits_0_for_no_hang_beside_an_unreadable_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A healthy job's dumps beside a stray README.txt: the report is no_hang, so main exits 0
+    (rule 13), whatever it says about the file it could not read."""
+    _write(tmp_path, job(2, 1, 1).docs)
+    (tmp_path / "README.txt").write_text("dumps of job A\n", encoding="utf-8")
+    for argv in ([str(tmp_path)], [str(tmp_path), "--format", "json"]):
+        code = main(argv)
+        capsys.readouterr()
+        assert code == 0, (
+            f"main({argv}) over a healthy 2-rank job and a stray README.txt returned {code}, "
+            f"expected 0: the report's kind is no_hang (rule 13)")

@@ -378,3 +378,18 @@ def test_other_output_sizes_or_output_dtypes_are_a_mismatch(field: str) -> None:
         f"rank 3's entry at dp seq 3 has {field} {wrong[field]}, its peers' the same as their "
         f"inputs: got {got}, expected {want} (rule 8 compares outputs too)")
 
+
+
+def test_a_completed_entry_newer_than_pg_status_means_the_rank_reached_it() -> None:
+    """A rank whose pg_status lags (11, 11) but whose entry shows collective 12 completed reached
+    12: it is not missing there (rule 3: newest counts every entry, completed ones too)."""
+    cfg = {"0": ("default_pg", [0, 1, 2])}
+    docs = {0: document(cfg, {"0": (11, -1, 11)}, [entry(5, 0, 11), entry(6, 0, 12)])}
+    for r in (1, 2):
+        docs[r] = document(cfg, {"0": (12, -1, 11)},
+                           [entry(5, 0, 11), entry(6, 0, 12, state="scheduled")])
+    got = summary(report_of(docs, 3))
+    want: list[Any] = [("0", (0, 1, 2), 12, "all_entered", (), (), ())]
+    assert got == want, (
+        f"rank 0's pg_status says 11, 11 but its entry shows 12 completed; ranks 1 and 2 sit in "
+        f"12: findings {got}, expected {want} (rank 0 reached 12, so it is not missing)")
