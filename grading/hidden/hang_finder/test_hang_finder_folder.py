@@ -69,24 +69,32 @@ def test_scan_never_raises_for_a_link_that_leads_nowhere(tmp_path: Path) -> None
         f"unreadable lists {names}: only the link may be there")
 
 
-def test_the_command_line_prints_a_file_name_that_is_not_utf8(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
-    escaped, say): main does not crash printing it to a UTF-8 stdout."""
-    _write(tmp_path, job(2, 1, 1).docs)
+def _main_beside_a_name_not_utf8(folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                 options: list[str]) -> tuple[int, str]:
+    """main's exit status and stdout for a healthy 2-rank job beside an unreadable
+    trace_2\\xff.json, printed to a strict UTF-8 stdout (skips where the name is refused)."""
+    _write(folder, job(2, 1, 1).docs)
     try:
-        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
+        with open(os.path.join(os.fsencode(folder), b"trace_2\xff.json"), "wb") as f:
             f.write(b"\x00\xff garbage")
     except (OSError, UnicodeError):
         pytest.skip("this file system refuses a file name that is not UTF-8")
     out = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
+    argv = [str(folder), *options]
     try:
-        code = main([str(tmp_path)])
+        code = main(argv)
         sys.stdout.flush()
     except UnicodeEncodeError as err:
-        pytest.fail(f"main raised UnicodeEncodeError printing the report: {err}")
-    text = out.getvalue().decode("utf-8")
+        pytest.fail(f"main({argv}) raised UnicodeEncodeError printing the report: {err}")
+    return code, out.getvalue().decode("utf-8")
+
+
+def test_the_command_line_prints_a_file_name_that_is_not_utf8(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
+    escaped, say): main does not crash printing it to a UTF-8 stdout."""
+    code, text = _main_beside_a_name_not_utf8(tmp_path, monkeypatch, [])
     assert code == 1 and "trace_2" in text, (
         f"a folder with an unreadable trace_2\\xff.json: exit {code}, printed {text!r}; expected "
         f"exit 1 and a paragraph naming the file")
@@ -96,20 +104,7 @@ def test_the_command_line_json_shows_a_file_name_that_is_not_utf8(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--format json of a folder holding a file whose name is not UTF-8 prints one JSON object
     (the name escaped) to a UTF-8 stdout, never a traceback."""
-    _write(tmp_path, job(2, 1, 1).docs)
-    try:
-        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
-            f.write(b"\x00\xff garbage")
-    except (OSError, UnicodeError):
-        pytest.skip("this file system refuses a file name that is not UTF-8")
-    out = io.BytesIO()
-    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
-    try:
-        code = main([str(tmp_path), "--format", "json"])
-        sys.stdout.flush()
-    except UnicodeEncodeError as err:
-        pytest.fail(f"main(--format json) raised UnicodeEncodeError printing the report: {err}")
-    text = out.getvalue().decode("utf-8")
+    code, text = _main_beside_a_name_not_utf8(tmp_path, monkeypatch, ["--format", "json"])
     try:
         data = json.loads(text)
     except ValueError:
