@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -266,6 +267,13 @@ def _signature(e: Entry) -> _Signature:
     return e.profiling_name, sizes
 
 
+def _member(rank: int, ranks: tuple[int, ...]) -> bool:
+    """``rank in ranks``: a binary search of the sorted members, not a scan of 4,096 of them per
+    dump; the scan only when the search misses (a hand-built GroupInfo may be unsorted)."""
+    i = bisect_left(ranks, rank)
+    return (i < len(ranks) and ranks[i] == rank) or rank in ranks
+
+
 class _Tally:
     """What ``find_hang`` keeps: per group (id and members), per dumped member, its progress.
 
@@ -275,6 +283,10 @@ class _Tally:
     def __init__(self) -> None:
         self.groups: dict[tuple[str, tuple[int, ...]], tuple[GroupInfo, dict[int, _Progress]]] = {}
         self.dumped: set[int] = set()
+        # (id, id of the members tuple) -> that tuple and its group's members: dumps that share
+        # one GroupInfo find their group without hashing all 4,096 members once per dump (which
+        # made find_hang quadratic in the ranks). Only a group's first tuple is kept: one a group.
+        self._known: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, _Progress]]] = {}
 
     def add(self, dump: RankDump) -> None:
         if dump.rank in self.dumped:
@@ -282,7 +294,7 @@ class _Tally:
         self.dumped.add(dump.rank)
         mine: dict[str, _Progress] = {}
         for pg, info in dump.groups.items():
-            if dump.rank not in info.ranks:
+            if not _member(dump.rank, info.ranks):
                 continue  # a group this rank only knows of; its members report it
             st = dump.status.get(pg, GroupStatus(-1, -1, -1))
             # Sequence numbers start at 1; -1 (PyTorch's "none yet") and 0 mean nothing.
@@ -305,9 +317,16 @@ class _Tally:
             if e.collective_seq_id > p.done:
                 p.pending[e.collective_seq_id] = _signature(e)
         for pg, p in mine.items():
-            info = dump.groups[pg]
-            _, members = self.groups.setdefault((pg, info.ranks), (info, {}))
-            members[dump.rank] = p
+            self._members(pg, dump.groups[pg])[dump.rank] = p
+
+    def _members(self, pg: str, info: GroupInfo) -> dict[int, _Progress]:
+        known = self._known.get((pg, id(info.ranks)))
+        if known is not None and known[0] is info.ranks:
+            return known[1]
+        _, members = self.groups.setdefault((pg, info.ranks), (info, {}))
+        if not members:  # a new group: remember its tuple
+            self._known[(pg, id(info.ranks))] = (info.ranks, members)
+        return members
 
     def report(self, world_size: int) -> Report:
         findings = [f for (pg, ranks), (info, members) in sorted(
@@ -470,7 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         report = scan(args.directory, args.world_size)
     except (_Usage, ValueError) as err:
-        print(f"hang_finder: {err}", file=sys.stderr)
+        # One line, even for a folder or an option whose name holds a newline.
+        print("hang_finder: " + "\\n".join(str(err).splitlines()), file=sys.stderr)
         return 2
     _print(_json(report) if args.format == "json" else _paragraph(report))
     return 0 if report.kind == "no_hang" else 1

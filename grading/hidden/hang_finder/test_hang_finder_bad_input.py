@@ -199,6 +199,42 @@ def test_bad_usage_writes_exactly_one_line_on_stderr(
             f"expected 2 and one line naming what is wrong (rule 13)")
 
 
+def test_a_name_holding_a_newline_still_gets_one_line_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder (or an option) whose name holds a newline: still exactly one line on stderr, and
+    exit status 2."""
+    for argv in ([str(tmp_path / "no\nsuch")], [str(tmp_path), "--bogus\noption"]):
+        code = main(argv)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert (code, len(lines)) == (2, 1), (
+            f"main({argv}) returned {code} and wrote {len(lines)} lines on stderr: {lines}; "
+            f"expected 2 and one line (rule 13), the newline shown escaped, say")
+
+
+def test_an_open_files_rank_comes_from_its_base_name(tmp_path: Path) -> None:
+    """For an open file, as for a path, the rank comes from the file's base name: a number in a
+    folder's name gives none."""
+    folder = tmp_path / "run3"
+    folder.mkdir()
+    (folder / "trace.json").write_text(json.dumps(_GOOD), encoding="utf-8")
+    (folder / "trace_5.json").write_text(json.dumps(_GOOD), encoding="utf-8")
+    with (folder / "trace_5.json").open(encoding="utf-8") as f:
+        got = load_dump(f).rank
+    assert got == 5, f"load_dump(open('run3/trace_5.json')).rank is {got}, expected 5"
+    for source in ("path", "open file"):
+        try:
+            if source == "path":
+                rank: object = load_dump(folder / "trace.json").rank
+            else:
+                with (folder / "trace.json").open(encoding="utf-8") as f:
+                    rank = load_dump(f).rank
+        except ValueError:
+            continue
+        pytest.fail(f"load_dump of run3/trace.json as a {source} gave rank {rank}: the base "
+                    f"name has no number, so a ValueError was expected (the folder's 3 gives "
+                    f"no rank)")
+
+
 def _with(path: tuple[Any, ...], value: Any) -> str:
     doc = copy.deepcopy(_GOOD)
     node: Any = doc

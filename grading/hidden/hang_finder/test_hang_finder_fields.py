@@ -55,6 +55,9 @@ def _cases() -> dict[str, str]:
         "no entries": _edit(_drop(("entries",))),
         "entries an object": _edit(_set(("entries",), {})),
         "a group not an object": _edit(_set(("pg_config", "0"), "default_pg")),
+        "a group null": _edit(_set(("pg_config", "0"), None)),
+        "a group a number": _edit(_set(("pg_config", "0"), 0)),
+        "a group a list": _edit(_set(("pg_config", "0"), ["0", "default_pg"])),
         "a group without name": _edit(_drop(("pg_config", "0", "name"))),
         "a group without desc": _edit(_drop(("pg_config", "0", "desc"))),
         "a numeric desc": _edit(_set(("pg_config", "0", "desc"), 0)),
@@ -65,10 +68,12 @@ def _cases() -> dict[str, str]:
         "a fractional rank": _edit(_set(("pg_config", "0", "ranks"), [0, 1.5])),
         "a boolean rank": _edit(_set(("pg_config", "0", "ranks"), "[0, true]")),
         "a status not an object": _edit(_set(("pg_status", "0"), 3)),
+        "a status null": _edit(_set(("pg_status", "0"), None)),
         "a boolean status": _edit(_set(("pg_status", "0", "last_enqueued_collective"), True)),
         "a text status": _edit(_set(("pg_status", "0", "last_completed_collective"), "3")),
         "an entry not an object": _edit(_set(("entries", last), 5)),
         "an entry a list": _edit(_set(("entries", last), [1, 2])),
+        "an entry null": _edit(_set(("entries", last), None)),
     }
     for key in ("last_enqueued_collective", "last_started_collective",
                 "last_completed_collective"):

@@ -69,24 +69,32 @@ def test_scan_never_raises_for_a_link_that_leads_nowhere(tmp_path: Path) -> None
         f"unreadable lists {names}: only the link may be there")
 
 
-def test_the_command_line_prints_a_file_name_that_is_not_utf8(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
-    escaped, say): main does not crash printing it to a UTF-8 stdout."""
-    _write(tmp_path, job(2, 1, 1).docs)
+def _main_beside_a_name_not_utf8(folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                 options: list[str]) -> tuple[int, str]:
+    """main's exit status and stdout for a healthy 2-rank job beside an unreadable
+    trace_2\\xff.json, printed to a strict UTF-8 stdout (skips where the name is refused)."""
+    _write(folder, job(2, 1, 1).docs)
     try:
-        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
+        with open(os.path.join(os.fsencode(folder), b"trace_2\xff.json"), "wb") as f:
             f.write(b"\x00\xff garbage")
     except (OSError, UnicodeError):
         pytest.skip("this file system refuses a file name that is not UTF-8")
     out = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
+    argv = [str(folder), *options]
     try:
-        code = main([str(tmp_path)])
+        code = main(argv)
         sys.stdout.flush()
     except UnicodeEncodeError as err:
-        pytest.fail(f"main raised UnicodeEncodeError printing the report: {err}")
-    text = out.getvalue().decode("utf-8")
+        pytest.fail(f"main({argv}) raised UnicodeEncodeError printing the report: {err}")
+    return code, out.getvalue().decode("utf-8")
+
+
+def test_the_command_line_prints_a_file_name_that_is_not_utf8(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder holding a file whose name is not UTF-8 still gets its paragraph (the name shown
+    escaped, say): main does not crash printing it to a UTF-8 stdout."""
+    code, text = _main_beside_a_name_not_utf8(tmp_path, monkeypatch, [])
     assert code == 1 and "trace_2" in text, (
         f"a folder with an unreadable trace_2\\xff.json: exit {code}, printed {text!r}; expected "
         f"exit 1 and a paragraph naming the file")
@@ -96,20 +104,7 @@ def test_the_command_line_json_shows_a_file_name_that_is_not_utf8(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--format json of a folder holding a file whose name is not UTF-8 prints one JSON object
     (the name escaped) to a UTF-8 stdout, never a traceback."""
-    _write(tmp_path, job(2, 1, 1).docs)
-    try:
-        with open(os.path.join(os.fsencode(tmp_path), b"trace_2\xff.json"), "wb") as f:
-            f.write(b"\x00\xff garbage")
-    except (OSError, UnicodeError):
-        pytest.skip("this file system refuses a file name that is not UTF-8")
-    out = io.BytesIO()
-    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8", errors="strict"))
-    try:
-        code = main([str(tmp_path), "--format", "json"])
-        sys.stdout.flush()
-    except UnicodeEncodeError as err:
-        pytest.fail(f"main(--format json) raised UnicodeEncodeError printing the report: {err}")
-    text = out.getvalue().decode("utf-8")
+    code, text = _main_beside_a_name_not_utf8(tmp_path, monkeypatch, ["--format", "json"])
     try:
         data = json.loads(text)
     except ValueError:
@@ -118,3 +113,49 @@ def test_the_command_line_json_shows_a_file_name_that_is_not_utf8(
     assert code == 1 and len(files) == 1 and files[0].startswith("trace_2"), (
         f"a folder with an unreadable trace_2\\xff.json: exit {code}, unreadable {files}; "
         f"expected exit 1 and that one file listed")
+
+
+def test_scan_reads_a_file_whose_name_starts_with_a_dot(tmp_path: Path) -> None:
+    """scan reads every file, a hidden one too: .nccl_trace_rank_1 is rank 1's dump."""
+    docs = job(2, 1, 1).docs
+    (tmp_path / "nccl_trace_rank_0").write_text(json.dumps(docs[0]), encoding="utf-8")
+    (tmp_path / ".nccl_trace_rank_1").write_text(json.dumps(docs[1]), encoding="utf-8")
+    report = scan(tmp_path, 2)
+    got = (report.kind, report.no_dump)
+    assert got == ("no_hang", ()), (
+        f"a healthy 2-rank job whose rank 1 dump is .nccl_trace_rank_1: kind, no_dump = {got}, "
+        f"expected ('no_hang', ()) (rule 12: scan reads every file in the folder)")
+
+
+@pytest.mark.category("bad_input")
+def test_a_broken_file_named_like_a_readable_dump_is_unreadable_not_a_duplicate(
+        tmp_path: Path) -> None:
+    """A broken leftover whose name gives the rank of a readable dump (rank_1.json.bak beside
+    rank_1.json) is listed in unreadable: only two readable files of one rank make scan raise."""
+    docs = job(2, 1, 1).docs
+    for r, doc in docs.items():
+        (tmp_path / f"rank_{r}.json").write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "rank_1.json.bak").write_text('{"vers', encoding="utf-8")
+    try:
+        report = scan(tmp_path)
+    except ValueError as err:
+        pytest.fail(f"rank_0.json, rank_1.json and a cut-short rank_1.json.bak: scan raised "
+                    f"ValueError ({err}); expected rank_1.json.bak listed in unreadable")
+    got = (report.kind, [name for name, _ in report.unreadable])
+    assert got == ("no_hang", ["rank_1.json.bak"]), (
+        f"rank_0.json, rank_1.json and a cut-short rank_1.json.bak: kind, unreadable names = "
+        f"{got}, expected ('no_hang', ['rank_1.json.bak'])")
+
+
+def test_the_command_line_exits_0_for_no_hang_beside_an_unreadable_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A healthy job's dumps beside a stray README.txt: the report is no_hang, so main exits 0
+    (rule 13), whatever it says about the file it could not read."""
+    _write(tmp_path, job(2, 1, 1).docs)
+    (tmp_path / "README.txt").write_text("dumps of job A\n", encoding="utf-8")
+    for argv in ([str(tmp_path)], [str(tmp_path), "--format", "json"]):
+        code = main(argv)
+        capsys.readouterr()
+        assert code == 0, (
+            f"main({argv}) over a healthy 2-rank job and a stray README.txt returned {code}, "
+            f"expected 0: the report's kind is no_hang (rule 13)")

@@ -101,3 +101,32 @@ def test_a_member_is_judged_by_its_entry_at_seq_not_its_newest_entry() -> None:
         f"as before, but rank 1's buffer kept only its all_gather at 13: seq, kind, op, missing, "
         f"mismatched = {got}, expected {want}")
 
+
+
+def test_findings_sort_by_member_ranks_as_numbers_not_as_text() -> None:
+    """Findings sort by their member ranks as numbers: tp group (2, 3) before (10, 11), and
+    (0, 1, 2) before (0, 1, 10)."""
+    def stuck(ranks: list[int], pg: str) -> dict[int, Doc]:
+        # Every member entered the group's collective 1; none completed it.
+        return {r: document({pg: ("tp", ranks)}, {pg: (1, -1, 0)},
+                            [entry(0, int(pg), 1, state="scheduled", desc="tp")]) for r in ranks}
+
+    for first, second in (([2, 3], [10, 11]), ([0, 1, 2], [0, 1, 10])):
+        docs: dict[int, Doc] = {}
+        for r, doc in stuck(second, "1").items():
+            docs[r] = doc
+        for r, doc in stuck(first, "2").items():
+            if r in docs:  # a rank in both groups: one dump listing both
+                docs[r]["pg_config"].update(doc["pg_config"])
+                docs[r]["pg_status"].update(doc["pg_status"])
+                docs[r]["entries"] = [*docs[r]["entries"], *doc["entries"]]
+            else:
+                docs[r] = doc
+        for i, r in enumerate(sorted(docs)):
+            for j, e in enumerate(docs[r]["entries"]):
+                e["record_id"] = 10 * i + j
+        got = [f.ranks for f in find_hang(dumps_of(docs), 12).findings]
+        want = [tuple(first), tuple(second)]
+        assert got == want, (
+            f"two stuck groups, of ranks {first} and {second}: findings in the order {got}, "
+            f"expected {want} (rule 10: sorted by member ranks, compared as numbers)")

@@ -378,3 +378,49 @@ def test_other_output_sizes_or_output_dtypes_are_a_mismatch(field: str) -> None:
         f"rank 3's entry at dp seq 3 has {field} {wrong[field]}, its peers' the same as their "
         f"inputs: got {got}, expected {want} (rule 8 compares outputs too)")
 
+
+
+def test_a_completed_entry_newer_than_pg_status_means_the_rank_reached_it() -> None:
+    """A rank whose pg_status lags (11, 11) but whose entry shows collective 12 completed reached
+    12: it is not missing there (rule 3: newest counts every entry, completed ones too)."""
+    cfg = {"0": ("default_pg", [0, 1, 2])}
+    docs = {0: document(cfg, {"0": (11, -1, 11)}, [entry(5, 0, 11), entry(6, 0, 12)])}
+    for r in (1, 2):
+        docs[r] = document(cfg, {"0": (12, -1, 11)},
+                           [entry(5, 0, 11), entry(6, 0, 12, state="scheduled")])
+    got = summary(report_of(docs, 3))
+    want: list[Any] = [("0", (0, 1, 2), 12, "all_entered", (), (), ())]
+    assert got == want, (
+        f"rank 0's pg_status says 11, 11 but its entry shows 12 completed; ranks 1 and 2 sit in "
+        f"12: findings {got}, expected {want} (rank 0 reached 12, so it is not missing)")
+
+
+def test_a_finding_names_the_group_by_its_id_not_its_name() -> None:
+    """Finding.group is the group's pg_config id ("3"), not its name ("my_tp")."""
+    cfg = {"3": {"name": "my_tp", "desc": "tp", "ranks": "[0, 1]"}}
+    docs = {}
+    for r, (status, state) in enumerate((((2, -1, 1), "scheduled"), ((1, -1, 1), ""))):
+        rows = [entry(0, 3, 1, desc="tp")]
+        if state:
+            rows.append(entry(1, 3, 2, state=state, desc="tp"))
+        docs[r] = {"version": "2.9", "pg_config": cfg, "entries": rows,
+                   "pg_status": {"3": dict(zip(("last_enqueued_collective",
+                                                "last_started_collective",
+                                                "last_completed_collective"), status,
+                                               strict=True))}}
+    got = [(f.group, f.desc, f.missing) for f in report_of(docs, 2).findings]
+    assert got == [("3", "tp", (1,))], (
+        f"group id '3' named 'my_tp', rank 1 never entered its collective 2: findings (group, "
+        f"desc, missing) = {got}, expected [('3', 'tp', (1,))] (group is the id)")
+
+
+def test_op_is_empty_when_only_members_that_completed_seq_hold_its_entry() -> None:
+    """op is "" when no member still in seq holds its entry there, even if members that
+    completed seq still do: they make no reference."""
+    group = {"0": ("default_pg", [0, 1, 2])}
+    docs = {r: document(group, {"0": (6, -1, 6)}, [entry(9, 0, 6)]) for r in (0, 1)}
+    docs[2] = document(group, {"0": (6, -1, 5)}, [])  # its entry at 6 rotated out
+    (f,) = report_of(docs, 3).findings
+    assert (f.seq, f.kind, f.op) == (6, "all_entered", ""), (
+        f"ranks 0 and 1 completed 6 (entries kept), rank 2 sits in 6 with no entry left: seq, "
+        f"kind, op = {(f.seq, f.kind, f.op)}, expected (6, 'all_entered', '') (rule 8)")
