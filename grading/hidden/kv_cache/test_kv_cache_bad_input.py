@@ -71,6 +71,13 @@ def test_heads_not_dividing_hidden_size_raise_without_head_dim() -> None:
     assert kv_shape(fine).head_dim == 128, "with head_dim given, hidden_size 4100 is fine"
 
 
+def test_a_latent_config_without_qk_rope_head_dim_raises_beside_head_dim() -> None:
+    """A latent config needs qk_rope_head_dim: without it, a head_dim (as re-saved configs carry)
+    does not stand in for it, and kv_shape raises ValueError naming qk_rope_head_dim."""
+    resaved = {**_without(DEEPSEEK_V3, "qk_rope_head_dim"), "head_dim": 64}
+    _refused(resaved, "qk_rope_head_dim", "DeepSeek-V3 with head_dim 64 and no qk_rope_head_dim")
+
+
 def test_kv_heads_not_dividing_query_heads_raise() -> None:
     """num_key_value_heads that does not divide num_attention_heads raises ValueError."""
     _refused({**LLAMA_31_8B, "num_key_value_heads": 5}, "num_key_value_heads",
