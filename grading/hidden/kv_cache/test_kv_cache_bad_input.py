@@ -71,6 +71,13 @@ def test_heads_not_dividing_hidden_size_raise_without_head_dim() -> None:
     assert kv_shape(fine).head_dim == 128, "with head_dim given, hidden_size 4100 is fine"
 
 
+def test_a_latent_config_without_qk_rope_head_dim_raises_beside_head_dim() -> None:
+    """A latent config needs qk_rope_head_dim: without it, a head_dim (as re-saved configs carry)
+    does not stand in for it, and kv_shape raises ValueError naming qk_rope_head_dim."""
+    resaved = {**_without(DEEPSEEK_V3, "qk_rope_head_dim"), "head_dim": 64}
+    _refused(resaved, "qk_rope_head_dim", "DeepSeek-V3 with head_dim 64 and no qk_rope_head_dim")
+
+
 def test_kv_heads_not_dividing_query_heads_raise() -> None:
     """num_key_value_heads that does not divide num_attention_heads raises ValueError."""
     _refused({**LLAMA_31_8B, "num_key_value_heads": 5}, "num_key_value_heads",
@@ -166,31 +173,28 @@ def test_an_unknown_dtype_is_refused_everywhere() -> None:
                             dtype=dtype, reserve=0.0)
 
 
+def _dtype_refused(dtype: str) -> KVShape:
+    """kv_bytes_per_token(Llama-3.1-8B, dtype=dtype) raises ValueError; returns that shape."""
+    shape = kv_shape(LLAMA_31_8B)
+    try:
+        got = kv_bytes_per_token(shape, dtype=dtype)
+    except ValueError:
+        return shape
+    pytest.fail(f"kv_bytes_per_token(Llama-3.1-8B, dtype={dtype!r}) returned {got}, "
+                "expected ValueError: only fp32, bf16, fp16 and fp8 are dtypes")
+
+
 def test_a_dtype_that_only_starts_like_a_known_one_is_refused() -> None:
     """Only the four names of rule 10 are dtypes: vLLM's "fp8_e4m3" and "fp8_e5m2" raise
     ValueError, never a guess from the prefix."""
-    shape = kv_shape(LLAMA_31_8B)
     for dtype in ("fp8_e4m3", "fp8_e5m2", "bf16_x", "fp32x"):
-        try:
-            got = kv_bytes_per_token(shape, dtype=dtype)
-        except ValueError:
-            pass
-        else:
-            pytest.fail(f"kv_bytes_per_token(Llama-3.1-8B, dtype={dtype!r}) returned {got}, "
-                        "expected ValueError: only fp32, bf16, fp16 and fp8 are dtypes")
+        _dtype_refused(dtype)
 
 
 def test_a_dtype_in_another_case_is_refused() -> None:
     """dtype names are exact: "BF16", "FP8" or "Fp16" raise ValueError, never a guess."""
-    shape = kv_shape(LLAMA_31_8B)
     for dtype in ("BF16", "FP8", "Fp16", "FP32"):
-        try:
-            got = kv_bytes_per_token(shape, dtype=dtype)
-        except ValueError:
-            pass
-        else:
-            pytest.fail(f"kv_bytes_per_token(Llama-3.1-8B, dtype={dtype!r}) returned {got}, "
-                        "expected ValueError: only fp32, bf16, fp16 and fp8 are dtypes")
+        shape = _dtype_refused(dtype)
         with pytest.raises(ValueError):
             max_concurrency(shape, gpu_memory=80 * 2**30, weights=0, tp=1, context=1,
                             dtype=dtype, reserve=0.0)
@@ -248,29 +252,26 @@ def test_tp_that_does_not_divide_the_kv_heads_raises() -> None:
     max_concurrency(KVShape("mla", 61, 1, 576, 1), **{**_OK, "tp": 3})  # one latent: any tp
 
 
+def _refused_beside_huge_weights(name: str, bad: object) -> None:
+    """max_concurrency with weights no GPU holds and `name` bad raises ValueError, not 0."""
+    huge = {**_OK, "weights": 10**15}  # far more than 2 GPUs of 80 GiB hold
+    try:
+        got = max_concurrency(LLAMA_70B, **{**huge, name: bad})
+    except ValueError:
+        return
+    pytest.fail(f"max_concurrency(Llama-3.1-70B, weights=10**15, {name}={bad!r}) returned "
+                f"{got}, expected ValueError: the {name} is bad whatever the weights")
+
+
 def test_bad_arguments_raise_even_when_the_weights_do_not_fit() -> None:
     """An unknown dtype, or a tp that does not divide the KV heads, raises ValueError even when
     the weights leave no room: a bad argument is an error, not 0 sequences."""
-    huge = {**_OK, "weights": 10**15}  # far more than 2 GPUs of 80 GiB hold
     for name, bad in [("dtype", "int8"), ("tp", 3)]:
-        try:
-            got = max_concurrency(LLAMA_70B, **{**huge, name: bad})
-        except ValueError:
-            pass
-        else:
-            pytest.fail(f"max_concurrency(Llama-3.1-70B, weights=10**15, {name}={bad!r}) returned "
-                        f"{got}, expected ValueError: the {name} is bad whatever the weights")
+        _refused_beside_huge_weights(name, bad)
 
 
 def test_a_bad_count_raises_even_when_the_weights_do_not_fit() -> None:
     """A context or block_tokens below 1 raises ValueError even when the weights leave no room:
     a bad argument is an error, not 0 sequences."""
-    huge = {**_OK, "weights": 10**15}  # far more than 2 GPUs of 80 GiB hold
     for name, bad in [("context", 0), ("block_tokens", 0), ("context", -1), ("gpu_memory", 0)]:
-        try:
-            got = max_concurrency(LLAMA_70B, **{**huge, name: bad})
-        except ValueError:
-            pass
-        else:
-            pytest.fail(f"max_concurrency(Llama-3.1-70B, weights=10**15, {name}={bad!r}) returned "
-                        f"{got}, expected ValueError: the {name} is bad whatever the weights")
+        _refused_beside_huge_weights(name, bad)

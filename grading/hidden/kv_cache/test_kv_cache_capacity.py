@@ -158,6 +158,18 @@ def test_the_answer_is_exact_past_float_precision() -> None:
 
 
 @edge
+def test_a_context_past_float_precision_takes_exact_blocks() -> None:
+    """ceil(context / block_tokens) is exact for any int: 2**53 + 1 one-token blocks are not
+    2**53, and 2**54 + 17 tokens take 2**50 + 2 blocks of 16, not 2**50 + 1."""
+    why = "2**53 + 1 tokens of 2 bytes (fp8) are 2**54 + 2 bytes: more than the 2**54 free"
+    _fits(TINY, 0, why, gpu_memory=2**54, context=2**53 + 1, block_tokens=1, dtype="fp8")
+    why = "2**54 + 17 tokens take 2**50 + 2 blocks of 64 bytes: 2**56 + 128 bytes, 1 byte more"
+    _fits(TINY, 0, why, gpu_memory=2**56 + 127, context=2**54 + 17)
+    _fits(TINY, 1, "the same sequence in exactly its 2**56 + 128 bytes", gpu_memory=2**56 + 128,
+          context=2**54 + 17)
+
+
+@edge
 def test_a_sequence_larger_than_the_cache_gives_zero() -> None:
     """A sequence bigger than the whole cache gives 0; exactly the cache gives 1."""
     _fits(TINY, 0, "one 64-byte block needed, 63 bytes free", gpu_memory=63, context=1)
@@ -184,6 +196,17 @@ def test_the_reserve_is_the_fraction_as_written() -> None:
     assert got in (22, 23), (
         f"{_call(TINY, **kw)} returned {got}, expected 23 (a reserve of 7 bytes: 92 // 4) or 22 "
         f"(8 bytes, as 100 * 0.07 is 7.000000000000001 in floating point: 91 // 4)")
+
+
+@edge
+def test_the_reserve_is_taken_off_not_its_complement_kept() -> None:
+    """The reserve is gpu_memory - ceil(gpu_memory x reserve): floor(gpu_memory x (1 - reserve))
+    in floating point is not it (1 - 0.9 is 0.09999999999999998, a byte short of 80 GiB / 10)."""
+    byte = KVShape("mla", 1, 1, 1, 1)  # one byte a sequence in fp8 with one-token blocks
+    for reserve, left in [(0.9, 8 * GiB), (0.8, 16 * GiB)]:
+        _fits(byte, left, f"80 GiB - ceil({reserve} x 80 GiB) = {left:,} bytes, each a one-byte "
+              "sequence", gpu_memory=80 * GiB, context=1, block_tokens=1, dtype="fp8",
+              reserve=reserve)
 
 
 @edge

@@ -230,6 +230,46 @@ def test_any_mapping_is_a_config() -> None:
         _shape_is(MappingProxyType(config), want, f"MappingProxyType({model})")
 
 
+# Keys of neighbouring formats: each is honoured by some library, and none is named by the rules.
+
+
+def test_a_text_config_beside_the_top_level_fields_is_ignored() -> None:
+    """A text_config key is ignored like any key the rules do not name: the top-level fields
+    decide (for a multimodal model, the caller passes its text_config)."""
+    inner = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64}
+    _shape_is({**LLAMA_31_70B, "text_config": inner}, KVShape("gqa", 80, 8, 128, 2),
+              f"Llama-3.1-70B plus text_config {inner}")
+
+
+def test_qwen2_max_window_layers_is_ignored() -> None:
+    """Qwen2's max_window_layers is ignored (rule 9): with the window switched on and no
+    layer_types, every layer slides (rule 8)."""
+    config = {**QWEN25_72B, "num_hidden_layers": 28, "use_sliding_window": True,
+              "sliding_window": 4096, "max_window_layers": 28}
+    _shape_is(config, KVShape("gqa", 28, 8, 128, 2, 28, 4096),
+              "Qwen2.5 cut to 28 layers, use_sliding_window true, sliding_window 4096, "
+              "max_window_layers 28")
+
+
+def test_gemma3_sliding_window_pattern_is_ignored() -> None:
+    """Gemma-3's sliding_window_pattern is ignored (rule 9): without layer_types every layer of
+    a gemma3_text config slides (rule 8)."""
+    config = {"model_type": "gemma3_text", "num_hidden_layers": 12, "num_attention_heads": 8,
+              "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 1024,
+              "sliding_window_pattern": 6}
+    _shape_is(config, KVShape("gqa", 12, 4, 256, 2, 12, 1024),
+              "12 gemma3_text layers, sliding_window 1024, sliding_window_pattern 6, "
+              "no layer_types")
+
+
+def test_falcon_num_kv_heads_is_ignored() -> None:
+    """Falcon's num_kv_heads is not num_key_value_heads (rule 9): without the latter every
+    attention head has its own KV head (rule 2)."""
+    config = {"num_hidden_layers": 1, "num_attention_heads": 8, "num_kv_heads": 2,
+              "hidden_size": 64}
+    _shape_is(config, KVShape("mha", 1, 8, 8, 2), f"{config}")
+
+
 # ---------------------------------------------------------------- metamorphic
 
 _NAMED = {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
