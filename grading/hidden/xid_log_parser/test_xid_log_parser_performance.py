@@ -133,3 +133,20 @@ def test_a_long_run_of_spaces_costs_no_more_than_a_long_word() -> None:
         f"{kata_measure.times(ratio, 4)} the CPU time of the same lines with 1 MB of letters: "
         r"stripping or matching whitespace must be linear (re.sub(r'\s+$', ...) or (.*?)\s*$ "
         "retry the run of spaces at every position)")
+
+
+@pytest.mark.points(2)
+@pytest.mark.timeout(60)
+@pytest.mark.category("performance")
+def test_an_nvlink5_run_of_spaces_costs_no_more_than_a_long_word() -> None:
+    """An NVLink5 message (Xid 149) with a 1 MB run of spaces costs no more than one with 1 MB of
+    letters: finding Fatal or Nonfatal is linear."""
+    head = "Dec  2 10:43:35 n1 kernel: NVRM: Xid (PCI:0018:01:00): 149, NETIR_LINK_EVT"
+    spaces = [head + " " * 1_000_000 + "XC0 i0 Link 09\n" for _ in range(4)]
+    letters = [head + " " + "y" * 1_000_000 + " XC0 i0 Link 09\n" for _ in range(4)]
+    ratio = kata_measure.ratio(lambda: summarize(spaces), lambda: summarize(letters), 4)
+    assert ratio < 4, (
+        f"4 Xid 149 lines with a 1 MB run of spaces in the message took "
+        f"{kata_measure.times(ratio, 4)} the CPU time of the same lines with 1 MB of letters: "
+        r"a pattern such as (?:^|\s+)Fatal retries the run of spaces at every position; "
+        r"match the word with lookarounds ((?<!\S)Fatal(?!\S)) or split the message")

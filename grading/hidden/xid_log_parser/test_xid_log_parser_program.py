@@ -228,3 +228,21 @@ def test_program_text_report_names_actions_by_value(
     assert "RESET_GPU" not in out and "reset_gpu" in out, (
         "the GPU 0000:3b:00 (Xid 79) should read reset_gpu, the action's value (rule 14), not "
         "RESET_GPU, its name; its rows:\n" + "\n".join(rows))
+
+
+@pytest.mark.category("edge_cases")
+def test_program_prints_a_host_with_invalid_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose syslog host holds invalid UTF-8 is summarized and its text report printed
+    (to a strict UTF-8 stdout), status 0."""
+    path = tmp_path / "a.log"
+    path.write_bytes(b"Dec  2 10:43:35 n\xffde kernel: NVRM: Xid (PCI:0000:3b:00): 79, x\n")
+    try:
+        code, out, err = run_main(capsys, str(path))
+    except UnicodeError as exc:
+        pytest.fail(f"main([{path.name!r}]) raised {type(exc).__name__}: {exc} (decode invalid "
+                    "bytes with replacement characters, so every host can be printed)")
+    assert (code, "0000:3b:00" in out) == (0, True), (
+        f"main([{path.name!r}]): status {code}, expected 0, and a report naming 0000:3b:00:\n"
+        f"{out}{err}")
