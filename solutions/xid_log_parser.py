@@ -91,7 +91,7 @@ _SAMPLE_CHARS = 200
 _XID = re.compile(
     r"NVRM: Xid\s*\(\s*(?:PCI:)?"
     r"(?P<pci>[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
-    r"(?:\s+GPU-I:[0-9]+(?:\s+GPU-CI:[0-9]+)?)?\s*\): (?P<code>[0-9]{1,4300})\s*"
+    r"(?:\s+GPU-I:[0-9]+(?:\s+GPU-CI:[0-9]+)?)?\s*\): (?P<code>[0-9]{1,4300})"
     r"(?:,\s*"
     r"(?:pid=(?:'<unknown>'|<unknown>|(?P<pid>[0-9]{1,4300}))(?:,\s*|\Z))?"
     r"(?:name=(?P<name>.*?)(?:,\s+|,?\Z))?"

@@ -26,3 +26,14 @@ def test_a_bytes_sample_is_cut_to_200_characters_not_bytes() -> None:
         f"malformed_samples of the UTF-8 bytes line {line[:70]!r}...: a sample of "
         f"{len(got[0][1]) if got else 0} characters {got!r}; expected the line cut to 200 "
         f"characters {want!r}")
+
+
+def test_invalid_utf8_in_a_host_reads_as_replacement_characters() -> None:
+    """Invalid UTF-8 in a bytes line's host reads as replacement characters (U+FFFD), never as a
+    lone surrogate, which cannot be printed."""
+    line = b"Dec  2 10:43:35 n\xffde kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU fell off\n"
+    got = [g.host for g in summarize([line]).top_gpus]
+    want = ["n\ufffdde"]
+    assert got == want, (
+        f"hosts of summarize([{line!r}]).top_gpus: {got!r}; expected {want!r} (the bytes decoded "
+        "as UTF-8 with replacement characters)")

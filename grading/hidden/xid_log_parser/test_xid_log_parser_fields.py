@@ -99,3 +99,54 @@ def test_pci_and_mig_keywords_are_upper_case() -> None:
     wrong = _not_malformed(cases)
     assert not wrong, ("expected MalformedXidLine (rule 5: `PCI:`, `GPU-I:NN`, `GPU-CI:NN` as "
                        "written):\n" + "\n".join(wrong))
+
+
+@pytest.mark.category("bad_input")
+def test_the_code_is_followed_by_a_comma_or_the_end_of_the_line() -> None:
+    """The code is followed by "," or the end of the line: a space or tab before the comma is
+    malformed."""
+    cases = {
+        "space_before_the_comma": "NVRM: Xid (PCI:0000:3b:00): 79 , GPU has fallen off the bus",
+        "spaces_before_the_comma": "NVRM: Xid (PCI:0000:3b:00): 79  ,GPU has fallen off the bus",
+        "tab_before_the_comma": "NVRM: Xid (PCI:0000:3b:00): 13\t, pid=7, name=python3, x",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, ("expected MalformedXidLine (rule 5: the code is followed by `,` or the end "
+                       "of the line):\n" + "\n".join(wrong))
+
+
+def test_a_pid_of_zero_is_pid_zero() -> None:
+    """pid=0 (the kernel's idle task) is the pid 0, not None: only an absent or <unknown> pid is
+    None."""
+    cases = {
+        "idle_task": (", pid=0, name=swapper/0, GPU has fallen off the bus",
+                      (0, "swapper/0", "GPU has fallen off the bus")),
+        "without_name": (", pid=0, Ch 00000001", (0, None, "Ch 00000001")),
+    }
+    wrong = mismatches(cases, lambda tail: fields(xid("0000:3b:00", 79, tail))[3:])
+    assert not wrong, "parse_line (pid, process, message):\n" + "\n".join(wrong)
+
+
+def _pid_reading(tail: str) -> object:
+    """(pid, process, message) of an Xid 79 line with this tail, or "malformed"."""
+    try:
+        return fields(xid("0000:3b:00", 79, tail))[3:]
+    except MalformedXidLine:
+        return "malformed"
+
+
+@pytest.mark.category("edge_cases")
+def test_a_pid_is_a_whole_number_of_ascii_digits() -> None:
+    """A pid is a whole number of ASCII digits: pid=٧٩ (Arabic-Indic digits) and pid=12abc are
+    not pids."""
+    cases = {
+        # Open in the statement: message text or a malformed line, never the pid 79.
+        "arabic_indic_digits": (", pid=٧٩, Ch 08", either((None, None, "pid=٧٩, Ch 08"),
+                                                          "malformed")),
+        "devanagari_digits": (", pid=४२, name=python3, x",
+                              either((None, None, "pid=४२, name=python3, x"), "malformed")),
+        "digits_then_letters": (", pid=12abc, Ch 08", (None, None, "pid=12abc, Ch 08")),
+    }
+    wrong = mismatches(cases, _pid_reading)
+    assert not wrong, ("parse_line (pid, process, message) (rule 5: numbers are ASCII digits; "
+                       "rule 4: anything else after pid= starts the message):\n" + "\n".join(wrong))

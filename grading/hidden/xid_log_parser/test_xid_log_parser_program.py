@@ -8,6 +8,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from xid_log_parser import main
@@ -167,6 +168,20 @@ def test_program_gunzips_standard_input(
     assert got == (0, 7, 4, 2), f"(status, lines, events, malformed) {got} of gzipped stdin"
 
 
+def _reported_then_summarized(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str, why: str
+) -> dict[str, Any]:
+    """The JSON of main([bad, a.log]), after checking that `bad` (in tmp_path) was named on
+    stderr without a traceback, a.log summarized, and the status is 1."""
+    good = write(tmp_path / "a.log", LOG_A)
+    code, out, err = run_main(capsys, str(tmp_path / bad), good, "--format", "json")
+    assert code == 1, f"exit status {code}, expected 1 when {bad} {why}"
+    assert bad in err and "Traceback" not in err, f"stderr should name {bad}: {err!r}"
+    obj = as_json(out)
+    assert any(g["host"] == "node-17" for g in obj["actionable"]), "a.log was not summarized"
+    return obj
+
+
 @pytest.mark.category("bad_input")
 def test_truncated_gzip_counts_what_was_read_and_reports_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -177,12 +192,7 @@ def test_truncated_gzip_counts_what_was_read_and_reports_the_file(
              for i in range(6000)]
     data = gzip.compress("".join(lines).encode())
     (tmp_path / "cut.gz").write_bytes(data[: len(data) // 2])
-    good = write(tmp_path / "a.log", LOG_A)
-    code, out, err = run_main(capsys, str(tmp_path / "cut.gz"), good, "--format", "json")
-    assert code == 1, f"exit status {code}, expected 1 when cut.gz breaks while it is read"
-    assert "cut.gz" in err and "Traceback" not in err, f"stderr should name cut.gz: {err!r}"
-    obj = as_json(out)
-    assert any(g["host"] == "node-17" for g in obj["actionable"]), "a.log was not summarized"
+    obj = _reported_then_summarized(tmp_path, capsys, "cut.gz", "breaks while it is read")
     read = obj["events"] - 2  # a.log holds 2 events
     assert 0 < read < len(lines), (
         f"{read} events came from the first half of cut.gz ({len(lines)} in the whole file): "
@@ -196,12 +206,7 @@ def test_gzip_with_corrupt_data_is_reported_and_the_rest_summarized(
     """A gzip whose compressed data is corrupt is named on stderr, the rest summarized, status 1."""
     data = gzip.compress(b"NVRM: Xid (PCI:0000:3b:00): 79\n" * 50)
     (tmp_path / "bad.gz").write_bytes(data[:10] + bytes(b ^ 0x55 for b in data[10:30]) + data[30:])
-    good = write(tmp_path / "a.log", LOG_A)
-    code, out, err = run_main(capsys, str(tmp_path / "bad.gz"), good, "--format", "json")
-    assert code == 1, f"exit status {code}, expected 1 when bad.gz holds corrupt deflate data"
-    assert "bad.gz" in err and "Traceback" not in err, f"stderr should name bad.gz: {err!r}"
-    obj = as_json(out)
-    assert any(g["host"] == "node-17" for g in obj["actionable"]), "a.log was not summarized"
+    _reported_then_summarized(tmp_path, capsys, "bad.gz", "holds corrupt deflate data")
 
 
 def test_program_json_writes_a_missing_host_as_null(
@@ -228,3 +233,21 @@ def test_program_text_report_names_actions_by_value(
     assert "RESET_GPU" not in out and "reset_gpu" in out, (
         "the GPU 0000:3b:00 (Xid 79) should read reset_gpu, the action's value (rule 14), not "
         "RESET_GPU, its name; its rows:\n" + "\n".join(rows))
+
+
+@pytest.mark.category("edge_cases")
+def test_program_prints_a_host_with_invalid_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose syslog host holds invalid UTF-8 is summarized and its text report printed
+    (to a strict UTF-8 stdout), status 0."""
+    path = tmp_path / "a.log"
+    path.write_bytes(b"Dec  2 10:43:35 n\xffde kernel: NVRM: Xid (PCI:0000:3b:00): 79, x\n")
+    try:
+        code, out, err = run_main(capsys, str(path))
+    except UnicodeError as exc:
+        pytest.fail(f"main([{path.name!r}]) raised {type(exc).__name__}: {exc} (decode invalid "
+                    "bytes with replacement characters, so every host can be printed)")
+    assert (code, "0000:3b:00" in out) == (0, True), (
+        f"main([{path.name!r}]): status {code}, expected 0, and a report naming 0000:3b:00:\n"
+        f"{out}{err}")

@@ -119,6 +119,8 @@ def test_host_is_the_word_before_the_first_kernel_in_the_prefix() -> None:
         "host_alone": ("node-17 kernel: ", "node-17"),
         "one_letter_host": ("a kernel: ", "a"),
         "iso_time_no_host": ("2023-12-02T10:43:35.123456+00:00 kernel: ", "dflt"),
+        # Only a ':' makes the word a time: a host written as an IPv4 address is a host.
+        "ip_address_host": ("Dec  2 10:43:35 10.0.0.5 kernel: [1.5] ", "10.0.0.5"),
         # No word before it: not "after a space", so no host (never the word after it).
         "kernel_at_the_start": ("kernel: [240314.528856] ", "dflt"),
     }

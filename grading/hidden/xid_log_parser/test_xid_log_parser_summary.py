@@ -30,6 +30,8 @@ from xid_log_parser_helpers import (
 @example(entries=["blank", "bad", (None, "0000:3b:00", 13, False), "bad_bytes", "blank"], top=1)
 @example(entries=[("NODE-2", "0000:3b:00", 79, False), (None, "0000:5e:00", 79, False)], top=1)
 @example(entries=[("node-1", "0000:3b:00", 13, False), ("NODE-2", "0000:3b:00", 79, False)], top=2)
+# UNKNOWN outranks RESTART_APP: an answer that ranks them the other way fails here at once.
+@example(entries=[(None, "0000:3b:00", 13, False), (None, "0000:3b:00", 999, False)], top=1)
 def test_summary_matches_a_brute_force_model(entries: list[Any], top: int) -> None:
     """Counts, top GPUs and actionable GPUs match a brute-force model of the same lines."""
     lines, kinds = zip(*map(render, entries), strict=True) if entries else ((), ())
@@ -169,6 +171,7 @@ _GPU = ("node-1", "0000:3b:00")
 @example(first=[("NODE-2", "0000:3b:00", 13, False)] * 2,
          second=[(None, "0000:5e:00", 13, False)] * 2, top=1)
 @example(first=[(*_GPU, 13, False)], second=[("NODE-2", "0000:3b:00", 79, False)], top=2)
+@example(first=[(*_GPU, 13, False)], second=[(*_GPU, 999, False)], top=1)
 def test_concatenated_logs_summarize_as_the_merge_of_their_summaries(
     first: list[Any], second: list[Any], top: int
 ) -> None:

@@ -257,3 +257,12 @@ def peak(lines: Iterator[str]) -> int:
         return tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
+
+
+def memory_growth(small: Iterator[str], large: Iterator[str], sizes: str) -> str:
+    """"" when the peak memory of summarize(large) is flat against summarize(small) (at most 1.5x
+    plus 256 kB), else what grew, with `sizes` naming the two inputs ("1k vs 8k events")."""
+    before, after = peak(small), peak(large)
+    if after <= 1.5 * before + 256 * 1024:
+        return ""
+    return f"peak memory grew from {before / 1e6:.2f} MB to {after / 1e6:.2f} MB ({sizes})"
