@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from token_bucket import KeyedLimiter, TokenBucket
+from token_bucket import Decision, KeyedLimiter, TokenBucket
 from token_bucket_helpers import ROUNDS, TickingClock, hammer
 
 pytestmark = [pytest.mark.category("concurrency"), pytest.mark.timeout(60)]
@@ -22,6 +22,23 @@ def test_threads_never_over_grant() -> None:
         granted = hammer(bucket.try_acquire)
         assert granted == 1000, (
             f"4 threads x 500 requests were granted {granted} tokens from a bucket of 1000")
+
+
+@pytest.mark.points(2)
+def test_available_under_threads_never_undoes_a_grant() -> None:
+    """available() among threads granting: it brings the bucket up to date under the same lock,
+    so a grant made meanwhile is never overwritten (and granted again)."""
+    for _ in range(ROUNDS):
+        bucket = TokenBucket(1000, 1e-9, clock=TickingClock(5.0))
+
+        def look_then_acquire(bucket: TokenBucket = bucket) -> Decision:
+            bucket.available()
+            return bucket.try_acquire()
+
+        granted = hammer(look_then_acquire)
+        assert granted == 1000, (
+            f"4 threads x 500 times available() then try_acquire() were granted {granted} tokens "
+            f"from a bucket of 1000")
 
 
 @pytest.mark.points(2)

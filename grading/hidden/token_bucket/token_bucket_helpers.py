@@ -76,8 +76,9 @@ def expect(exc: type[Exception] | tuple[type[Exception], ...], call: Callable[[]
 
 
 def names(message: str, value: float) -> bool:
-    """Whether an error message names `value` in one of its usual spellings."""
-    return any(form in message for form in {str(value), repr(value), f"{value:g}"})
+    """Whether an error message names `value` as passed or as a float (`-1` or `-1.0`), not
+    rounded (`:g` shows 1e9 as `1e+09` and 5.0000001 as `5`)."""
+    return any(form in message for form in {str(value), repr(value), repr(float(value))})
 
 
 # --- rule 8: an exact model of independent buckets ---------------------------------------------
