@@ -75,28 +75,33 @@ class _MeetingClock:
         return 5.0
 
 
+def _race_first_calls(acquire: Callable[[], Decision]) -> int:
+    """Eight threads released at once each make one call; how many were granted."""
+    start = threading.Barrier(8)
+    granted: list[bool] = []
+
+    def worker() -> None:
+        start.wait()
+        granted.append(acquire().allowed)
+
+    pool = [threading.Thread(target=worker) for _ in range(8)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return sum(granted)
+
+
 @pytest.mark.points(2)
 def test_threads_racing_on_a_new_key_share_one_bucket() -> None:
     """Threads whose first calls on a new key race share one bucket: its capacity is granted
     once."""
     for round_ in range(10):
         limiter = KeyedLimiter(1, 1e-9, clock=_MeetingClock())
-        start = threading.Barrier(8)
-        granted: list[bool] = []
-
-        def worker(limiter: KeyedLimiter = limiter, start: threading.Barrier = start,
-                   granted: list[bool] = granted) -> None:
-            start.wait()
-            granted.append(limiter.try_acquire("new", 1).allowed)
-
-        pool = [threading.Thread(target=worker) for _ in range(8)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        assert sum(granted) == 1, (
+        granted = _race_first_calls(functools.partial(limiter.try_acquire, "new", 1))
+        assert granted == 1, (
             f"round {round_}: 8 threads calling try_acquire('new', 1) at once on a new key of "
-            f"capacity 1 were granted {sum(granted)} times")
+            f"capacity 1 were granted {granted} times")
 
 
 @pytest.mark.points(2)
@@ -104,22 +109,10 @@ def test_threads_racing_on_a_new_buckets_first_call_share_its_capacity() -> None
     """Threads whose first calls on a new TokenBucket race: its capacity is granted once."""
     for round_ in range(10):
         bucket = TokenBucket(1, 1e-9, clock=_MeetingClock())
-        start = threading.Barrier(8)
-        granted: list[bool] = []
-
-        def worker(bucket: TokenBucket = bucket, start: threading.Barrier = start,
-                   granted: list[bool] = granted) -> None:
-            start.wait()
-            granted.append(bucket.try_acquire(1).allowed)
-
-        pool = [threading.Thread(target=worker) for _ in range(8)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        assert sum(granted) == 1, (
+        granted = _race_first_calls(functools.partial(bucket.try_acquire, 1))
+        assert granted == 1, (
             f"round {round_}: 8 threads calling try_acquire(1) at once on a new TokenBucket of "
-            f"capacity 1 (the clock standing still) were granted {sum(granted)} times")
+            f"capacity 1 (the clock standing still) were granted {granted} times")
 
 
 class _MeanwhileClock:
