@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -15,7 +17,7 @@ from token_bucket_helpers import Clock, expect, make_bucket, names
 
 pytestmark = pytest.mark.category("bad_input")
 
-_BAD_VALUES = [0, -1, -0.5, math.nan, math.inf, -math.inf]
+_BAD_VALUES = [0, -1, -0.5, -1234567, math.nan, math.inf, -math.inf]
 _NOT_NUMBERS: list[Any] = ["10", None, True, [1], 1 + 0j]  # Any: they go where floats do
 _CLASSES = pytest.mark.parametrize("cls", [TokenBucket, KeyedLimiter],
                                    ids=["TokenBucket", "KeyedLimiter"])
@@ -32,7 +34,8 @@ def test_bad_capacity_or_rate_is_a_value_error_naming_it(cls: type) -> None:
             make = functools.partial(cls, args["capacity"], args["rate"])
             error = expect(ValueError, make, what)
             assert names(str(error), value) and field in str(error), (
-                f"{what}: {str(error)!r} does not name {field} and {value!r}")
+                f"{what}: {str(error)!r} does not name {field} and {value!r} (as passed or as a "
+                f"float)")
 
 
 @_CLASSES
@@ -52,14 +55,15 @@ def test_bad_tokens_is_a_value_error_and_takes_nothing() -> None:
     """tokens not finite, not > 0, or above capacity raises ValueError naming it; nothing taken."""
     bucket, _ = make_bucket(capacity=5, rate=1)
     keyed = KeyedLimiter(5, 1, clock=Clock())
-    for value in (0, 0.0, -2, math.nan, math.inf, 5.5, 1e9):
+    for value in (0, 0.0, -2, math.nan, math.inf, 5.5, 5.0000001, 1e9):
         for what, call in ((f"TokenBucket.try_acquire({value!r})",
                             functools.partial(bucket.try_acquire, value)),
                            (f"KeyedLimiter.try_acquire('k', {value!r})",
                             functools.partial(keyed.try_acquire, "k", value))):
             error = expect(ValueError, call, what)
             assert names(str(error), value) and "tokens" in str(error), (
-                f"{what}: {str(error)!r} does not name tokens and {value!r}")
+                f"{what}: {str(error)!r} does not name tokens and {value!r} (as passed or as a "
+                f"float)")
     assert bucket.available() == 5, "a rejected call changed the bucket"
     assert keyed.try_acquire("k", 5).allowed, "a rejected call changed the key's bucket"
 
@@ -127,3 +131,53 @@ def test_other_numbers_are_taken_at_their_value_or_refused() -> None:
     expect((ValueError, OverflowError), functools.partial(keyed.try_acquire, "k", huge),
            "KeyedLimiter.try_acquire('k', 10**400)")
     assert bucket.available() == 5 and len(keyed) == 0, "a rejected call changed something"
+
+
+class _Tier(enum.IntEnum):
+    """An int subclass, as a configuration enum hands it over."""
+
+    GOLD = 4
+
+
+class _Tokens(float):
+    """A float subclass that overrides nothing (as numpy.float64 is one)."""
+
+
+def test_int_and_float_subclasses_are_numbers() -> None:
+    """A subclass of int or float (an IntEnum, a float subclass such as numpy.float64) is a
+    number: taken at its value for capacity, rate and tokens."""
+    for keyed in (False, True):
+        what = (f"{'KeyedLimiter' if keyed else 'TokenBucket'}(capacity=IntEnum 4, "
+                f"rate=float subclass 2.0)")
+        try:
+            acquire: Callable[[float], Decision]
+            if keyed:
+                limiter = KeyedLimiter(_Tier.GOLD, _Tokens(2.0), clock=Clock())
+                acquire = functools.partial(limiter.try_acquire, "k")
+            else:
+                acquire = TokenBucket(_Tier.GOLD, _Tokens(2.0), clock=Clock()).try_acquire
+            got = [acquire(_Tokens(3.0)), acquire(_Tier.GOLD)]
+        except (TypeError, ValueError) as exc:
+            pytest.fail(f"{what}, then try_acquire of a float subclass 3.0 and an IntEnum 4, "
+                        f"raised {type(exc).__name__}: {exc}; an int or float subclass is a "
+                        f"number")
+        want = [Decision(True, 0.0), Decision(False, 1.5)]
+        assert got == want, (f"{what}: try_acquire(3.0) then try_acquire(4), both subclasses, "
+                             f"returned {got}; expected {want}")
+
+
+def test_a_positive_number_that_rounds_to_zero_is_refused() -> None:
+    """A number is taken as float(value): a Fraction > 0 that rounds to 0.0 as a float is a
+    capacity, rate or tokens of 0.0, refused (ValueError, or TypeError where Fractions are)."""
+    tiny: Any = Fraction(1, 10**400)  # Any: it goes where floats do
+    for cls in (TokenBucket, KeyedLimiter):
+        for args, field in (((tiny, 1), "capacity"), ((1, tiny), "rate")):
+            expect((ValueError, TypeError), functools.partial(cls, *args, clock=Clock()),
+                   f"{cls.__name__}({field}=Fraction(1, 10**400)), 0.0 as a float")
+    bucket, _ = make_bucket(capacity=2, rate=1)
+    keyed = KeyedLimiter(2, 1, clock=Clock())
+    expect((ValueError, TypeError), functools.partial(bucket.try_acquire, tiny),
+           "TokenBucket.try_acquire(Fraction(1, 10**400)), 0.0 as a float")
+    expect((ValueError, TypeError), functools.partial(keyed.try_acquire, "k", tiny),
+           "KeyedLimiter.try_acquire('k', Fraction(1, 10**400)), 0.0 as a float")
+    assert bucket.available() == 2 and len(keyed) == 0, "a rejected call changed something"

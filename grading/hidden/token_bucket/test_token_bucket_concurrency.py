@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from token_bucket import KeyedLimiter, TokenBucket
+from token_bucket import Decision, KeyedLimiter, TokenBucket
 from token_bucket_helpers import ROUNDS, TickingClock, hammer
 
 pytestmark = [pytest.mark.category("concurrency"), pytest.mark.timeout(60)]
@@ -22,6 +22,23 @@ def test_threads_never_over_grant() -> None:
         granted = hammer(bucket.try_acquire)
         assert granted == 1000, (
             f"4 threads x 500 requests were granted {granted} tokens from a bucket of 1000")
+
+
+@pytest.mark.points(2)
+def test_available_under_threads_never_undoes_a_grant() -> None:
+    """available() among threads granting: it brings the bucket up to date under the same lock,
+    so a grant made meanwhile is never overwritten (and granted again)."""
+    for _ in range(ROUNDS):
+        bucket = TokenBucket(1000, 1e-9, clock=TickingClock(5.0))
+
+        def look_then_acquire(bucket: TokenBucket = bucket) -> Decision:
+            bucket.available()
+            return bucket.try_acquire()
+
+        granted = hammer(look_then_acquire)
+        assert granted == 1000, (
+            f"4 threads x 500 times available() then try_acquire() were granted {granted} tokens "
+            f"from a bucket of 1000")
 
 
 @pytest.mark.points(2)
@@ -58,28 +75,33 @@ class _MeetingClock:
         return 5.0
 
 
+def _race_first_calls(acquire: Callable[[], Decision]) -> int:
+    """Eight threads released at once each make one call; how many were granted."""
+    start = threading.Barrier(8)
+    granted: list[bool] = []
+
+    def worker() -> None:
+        start.wait()
+        granted.append(acquire().allowed)
+
+    pool = [threading.Thread(target=worker) for _ in range(8)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return sum(granted)
+
+
 @pytest.mark.points(2)
 def test_threads_racing_on_a_new_key_share_one_bucket() -> None:
     """Threads whose first calls on a new key race share one bucket: its capacity is granted
     once."""
     for round_ in range(10):
         limiter = KeyedLimiter(1, 1e-9, clock=_MeetingClock())
-        start = threading.Barrier(8)
-        granted: list[bool] = []
-
-        def worker(limiter: KeyedLimiter = limiter, start: threading.Barrier = start,
-                   granted: list[bool] = granted) -> None:
-            start.wait()
-            granted.append(limiter.try_acquire("new", 1).allowed)
-
-        pool = [threading.Thread(target=worker) for _ in range(8)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        assert sum(granted) == 1, (
+        granted = _race_first_calls(functools.partial(limiter.try_acquire, "new", 1))
+        assert granted == 1, (
             f"round {round_}: 8 threads calling try_acquire('new', 1) at once on a new key of "
-            f"capacity 1 were granted {sum(granted)} times")
+            f"capacity 1 were granted {granted} times")
 
 
 @pytest.mark.points(2)
@@ -87,22 +109,10 @@ def test_threads_racing_on_a_new_buckets_first_call_share_its_capacity() -> None
     """Threads whose first calls on a new TokenBucket race: its capacity is granted once."""
     for round_ in range(10):
         bucket = TokenBucket(1, 1e-9, clock=_MeetingClock())
-        start = threading.Barrier(8)
-        granted: list[bool] = []
-
-        def worker(bucket: TokenBucket = bucket, start: threading.Barrier = start,
-                   granted: list[bool] = granted) -> None:
-            start.wait()
-            granted.append(bucket.try_acquire(1).allowed)
-
-        pool = [threading.Thread(target=worker) for _ in range(8)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        assert sum(granted) == 1, (
+        granted = _race_first_calls(functools.partial(bucket.try_acquire, 1))
+        assert granted == 1, (
             f"round {round_}: 8 threads calling try_acquire(1) at once on a new TokenBucket of "
-            f"capacity 1 (the clock standing still) were granted {sum(granted)} times")
+            f"capacity 1 (the clock standing still) were granted {granted} times")
 
 
 class _MeanwhileClock:

@@ -7,6 +7,7 @@ Every transform here is exact: amounts, rates and clock readings are scaled by p
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -21,6 +22,7 @@ from token_bucket_helpers import (
     SHARES,
     STARTS,
     Clock,
+    check_retry_after,
     first_difference,
     make_bucket,
     run_bucket,
@@ -32,11 +34,16 @@ _AWKWARD = st.sampled_from([0.1, 0.3, 1 / 3, 0.7, 1.0, 7.77, 1e-3, 12.5, 1e5, 3e
 _START = st.sampled_from([0.0, 0.1, 12345.678, 1e6 + 0.1, 86400.0 * 365, 2.0**40 + 0.5])
 
 
+# Rule 4's property, on a TokenBucket and on a KeyedLimiter's key: drain `spend` of capacity,
+# wait `wait` of capacity / rate, ask `ask` of capacity.
+_RULE_4 = {"capacity": _AWKWARD, "rate": _AWKWARD, "start": _START,
+           "spend": st.floats(0.01, 1.0), "wait": st.floats(0.0, 1.0), "ask": st.floats(0.01, 1.0)}
+
+
 @pytest.mark.points(3)
 @pytest.mark.category("edge_cases")
 @settings(max_examples=200)
-@given(capacity=_AWKWARD, rate=_AWKWARD, start=_START,
-       spend=st.floats(0.01, 1.0), wait=st.floats(0.0, 1.0), ask=st.floats(0.01, 1.0))
+@given(**_RULE_4)
 @example(capacity=0.1, rate=0.1, start=0.0, spend=1.0, wait=0.3, ask=1.0)
 # The first estimate and the first step both fall short: the search doubles once more.
 @example(capacity=1.0, rate=0.3, start=0.1, spend=1.0, wait=0.1, ask=1.0)
@@ -51,24 +58,8 @@ def test_waiting_exactly_retry_after_is_sufficient_and_not_wasteful(
     """Float boundary: after waiting exactly retry_after the request is allowed; the wait is
     at most 8 ulps longer than the true one."""
     bucket, clock = make_bucket(capacity, rate, start)
-    spent, asked = capacity * spend, capacity * ask
-    bucket.try_acquire(spent)
-    clock.now = start + wait * capacity / rate
-    decision = bucket.try_acquire(asked)
-    if decision.allowed:
-        return
-    exact = Fraction(capacity) - Fraction(spent)
-    elapsed = Fraction(clock.now) - Fraction(start)
-    exact = min(Fraction(capacity), exact + elapsed * Fraction(rate))
-    true_wait = (Fraction(asked) - exact) / Fraction(rate)
-    bound = ulp_bound(clock.now, capacity, rate)
-    assert decision.retry_after <= true_wait + Fraction(bound), (
-        f"retry_after {decision.retry_after!r} exceeds the true wait {float(true_wait)!r} "
-        f"by more than 8 ulps ({bound!r})")
-    clock.now += decision.retry_after
-    again = bucket.try_acquire(asked)
-    assert again.allowed, (f"refused {asked!r} tokens after waiting exactly retry_after="
-                           f"{decision.retry_after!r} (capacity {capacity!r}, rate {rate!r})")
+    check_retry_after(bucket.try_acquire, clock, f"TokenBucket({capacity!r}, {rate!r})",
+                      capacity, rate, spend, wait, ask)
 
 
 @pytest.mark.points(2)
@@ -228,8 +219,7 @@ def test_a_wait_that_ends_at_reading_zero_is_answered_at_once(
 @pytest.mark.points(2)
 @pytest.mark.category("edge_cases")
 @settings(max_examples=100)
-@given(capacity=_AWKWARD, rate=_AWKWARD, start=_START,
-       spend=st.floats(0.01, 1.0), wait=st.floats(0.0, 1.0), ask=st.floats(0.01, 1.0))
+@given(**_RULE_4)
 @example(capacity=4.0, rate=0.3, start=12345.678, spend=1.0, wait=0.075, ask=0.125)
 @example(capacity=1.0, rate=0.3, start=0.1, spend=1.0, wait=0.1, ask=1.0)
 @example(capacity=1.0, rate=2.0, start=0.1, spend=1.0, wait=0.0, ask=0.5)
@@ -240,24 +230,6 @@ def test_keyed_limiter_waiting_exactly_retry_after_is_sufficient(
     is allowed; the wait is at most 8 ulps longer than the true one."""
     clock = Clock(start)
     limiter = KeyedLimiter(capacity, rate, clock=clock)
-    spent, asked = capacity * spend, capacity * ask
-    limiter.try_acquire("k", spent)
-    clock.now = start + wait * capacity / rate
-    decision = limiter.try_acquire("k", asked)
-    if decision.allowed:
-        return
-    exact = Fraction(capacity) - Fraction(spent)
-    elapsed = Fraction(clock.now) - Fraction(start)
-    exact = min(Fraction(capacity), exact + elapsed * Fraction(rate))
-    true_wait = (Fraction(asked) - exact) / Fraction(rate)
-    bound = ulp_bound(clock.now, capacity, rate)
-    call = (f"KeyedLimiter({capacity!r}, {rate!r}): try_acquire('k', {spent!r}) at "
-            f"t={start!r}, then try_acquire('k', {asked!r}) at t={clock.now!r}")
-    assert decision.retry_after <= true_wait + Fraction(bound), (
-        f"{call} returned retry_after={decision.retry_after!r}, more than 8 ulps ({bound!r}) "
-        f"beyond the true wait {float(true_wait)!r}")
-    clock.now += decision.retry_after
-    again = limiter.try_acquire("k", asked)
-    assert again.allowed, (
-        f"{call} returned retry_after={decision.retry_after!r}; waiting exactly that long, "
-        f"the same request at t={clock.now!r} was refused: {again}")
+    check_retry_after(functools.partial(limiter.try_acquire, "k"), clock,
+                      f"KeyedLimiter({capacity!r}, {rate!r}), key 'k'", capacity, rate, spend,
+                      wait, ask)

@@ -154,9 +154,10 @@ def test_a_bucket_refilled_to_exactly_capacity_is_full(start: float, capacity: f
 
 
 def test_any_str_is_a_key() -> None:
-    """Any str is a key, as it arrives (empty, non-ASCII, a lone surrogate): equal strings share
-    one bucket, unequal ones do not."""
-    keys = ["", "tenant", "Tenant", "\u00e9", "e\u0301", "\x00",
+    """Any str is a key, as it arrives (empty, blank, with stray whitespace, non-ASCII, a lone
+    surrogate): equal strings share one bucket, unequal ones do not."""
+    keys = ["", " ", "tenant", "Tenant", "tenant ", "\ttenant", "tenant\n", "\u00e9", "e\u0301",
+            "\x00",
             b"tenant-\xff".decode("utf-8", "surrogateescape"), "\ud800", "t" * 10_000]
     limiter = KeyedLimiter(1, 1, clock=Clock(5.0))
     for rounds, want in ((1, True), (2, False)):
@@ -170,3 +171,28 @@ def test_any_str_is_a_key() -> None:
             assert got.allowed is want, (
                 f"call {rounds} of try_acquire({key[:20]!r}, 1) on capacity 1 returned {got}: "
                 f"each of {len(keys)} distinct keys has a bucket of its own")
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+def test_a_clock_stepping_back_on_another_key_mints_nothing() -> None:
+    """Per key, a clock jittering 100 -> 40 -> 100 mints nothing, whichever keys are called
+    while it is back (rule 6 through rule 8)."""
+    clock = Clock(100.0)
+    limiter = KeyedLimiter(10, 1, clock=clock)
+    assert limiter.try_acquire("a", 10).allowed, "a new key's 10 tokens were refused at t=100"
+    clock.now = 40.0
+    for key in ("b", "c"):
+        got = limiter.try_acquire(key, 1)
+        assert got == Decision(True, 0.0), f"try_acquire({key!r}, 1) on a new key returned {got}"
+    clock.now = 100.0
+    got = limiter.try_acquire("a", 10)
+    assert got == Decision(False, 10.0), (
+        f"key 'a' drained at t=100, the clock stepped back to 40 (calls on 'b' and 'c') and "
+        f"came back to 100: try_acquire('a', 10) returned {got}; the climb back mints nothing, "
+        f"expected Decision(False, 10.0)")
+    clock.now = 104.0
+    got = limiter.try_acquire("a", 10)
+    assert got == Decision(False, 6.0), (
+        f"key 'a' drained at t=100 (greatest reading), try_acquire('a', 10) at t=104 returned "
+        f"{got}; expected Decision(False, 6.0)")

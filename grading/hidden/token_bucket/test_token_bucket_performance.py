@@ -4,9 +4,11 @@ ratios and growth measured in the same run (rules 9-10)."""
 from __future__ import annotations
 
 import functools
+import gc
 import math
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 
 import kata_measure
@@ -138,3 +140,41 @@ def test_dropping_a_burst_of_full_buckets_is_linear_in_the_burst() -> None:
     assert ratio < 64, (
         f"one call dropping 40,000 full buckets cost {kata_measure.times(ratio, 64)} the CPU "
         "time of one dropping 2,500 (16 times fewer): dropping is not O(1) per bucket")
+
+
+@pytest.mark.points(2)
+def test_memory_follows_the_buckets_held_not_the_calls() -> None:
+    """Memory follows the buckets held, not the calls made: 20,000 calls on one key, behind a
+    key still in debt, leave the limiter holding what it held before them."""
+    calls, limit = 20_000, 200_000  # bytes: 10 a call
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(10, 1, clock=clock)
+    assert limiter.try_acquire("debt", 10).allowed  # in debt for 10 s: first in any order
+
+    def busy(n: int) -> None:
+        for _ in range(n):
+            clock.now += 1e-6  # 0.02 s in all: "debt" stays in debt
+            limiter.try_acquire("busy", 1)
+
+    busy(1_000)  # warm up: the key's bucket and whatever the limiter sizes once
+    # Tracing every allocation makes a call several times dearer (a good answer is under 100x
+    # an uncontended lock + clock read here); an answer far slower than that is stopped at
+    # 1000x, not left to run into the check's time limit.
+    budget = calls * 1000 * kata_measure.best(lambda: _lock_and_clock(2_000)) / 2_000
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        spent = kata_measure.seconds(lambda: busy(calls), budget)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert not math.isinf(spent), (
+        f"{calls:,} calls on one key cost over 1000x an uncontended lock + clock read each, "
+        "with allocations traced")
+    kata_measure.count(limit, grown, label="bytes held after 20,000 calls on one key")
+    assert grown < limit, (
+        f"after {calls:,} calls on one key (2 buckets held: it and a key in debt), the limiter "
+        f"holds {grown:,} bytes more than before them: memory grows with the calls made (an "
+        f"entry per call in an order queue?), not with the buckets held")

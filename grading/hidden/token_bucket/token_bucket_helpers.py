@@ -40,6 +40,36 @@ def ulp_bound(now: float, capacity: float, rate: float) -> float:
     return 8 * math.ulp(max(abs(now), capacity / rate))
 
 
+
+def check_retry_after(acquire: Callable[[float], Decision], clock: Clock, what: str,
+                      capacity: float, rate: float, spend: float, wait: float,
+                      ask: float) -> None:
+    """Rule 4 on one bucket whose clock reads its start: take `spend` of capacity, wait `wait`
+    of capacity / rate, ask `ask` of capacity; a refusal's retry_after is at most 8 ulps beyond
+    the true wait (exact), and the same request after waiting exactly that long is allowed."""
+    start = clock.now
+    spent, asked = capacity * spend, capacity * ask
+    acquire(spent)
+    clock.now = start + wait * capacity / rate
+    decision = acquire(asked)
+    if decision.allowed:
+        return
+    exact = Fraction(capacity) - Fraction(spent)
+    elapsed = Fraction(clock.now) - Fraction(start)
+    exact = min(Fraction(capacity), exact + elapsed * Fraction(rate))
+    true_wait = (Fraction(asked) - exact) / Fraction(rate)
+    bound = ulp_bound(clock.now, capacity, rate)
+    call = (f"{what}: try_acquire({spent!r}) at t={start!r}, then try_acquire({asked!r}) at "
+            f"t={clock.now!r}")
+    assert decision.retry_after <= true_wait + Fraction(bound), (
+        f"{call} returned retry_after={decision.retry_after!r}, more than 8 ulps ({bound!r}) "
+        f"beyond the true wait {float(true_wait)!r}")
+    clock.now += decision.retry_after
+    again = acquire(asked)
+    assert again.allowed, (
+        f"{call} returned retry_after={decision.retry_after!r}; waiting exactly that long, "
+        f"the same request at t={clock.now!r} was refused: {again}")
+
 # --- rule 6: a fresh import with fake clocks ---------------------------------------------------
 
 
@@ -76,8 +106,9 @@ def expect(exc: type[Exception] | tuple[type[Exception], ...], call: Callable[[]
 
 
 def names(message: str, value: float) -> bool:
-    """Whether an error message names `value` in one of its usual spellings."""
-    return any(form in message for form in {str(value), repr(value), f"{value:g}"})
+    """Whether an error message names `value` as passed or as a float (`-1` or `-1.0`), not
+    rounded (`:g` shows 1e9 as `1e+09` and 5.0000001 as `5`)."""
+    return any(form in message for form in {str(value), repr(value), repr(float(value))})
 
 
 # --- rule 8: an exact model of independent buckets ---------------------------------------------
