@@ -4,7 +4,10 @@ the slots are busy, and callers cancelled before and after dispatch."""
 from __future__ import annotations
 
 import anyio
+import kata_measure
 import pytest
+import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from micro_batcher import MicroBatcher
@@ -249,3 +252,40 @@ async def test_a_window_whose_items_were_all_withdrawn_sends_nothing() -> None:
         await rig.wait_for([2])
     assert rig.calls == [(3.25, [2])], f"0 and 1 at 0, both withdrawn at 0.25, 2 at 2.25, " \
         f"max_wait=1.0: dispatched {rig.calls}, expected only [(3.25, [2])] (no empty batch)"
+
+
+class _Spawned(trio.abc.Instrument):
+    """Counts the tasks spawned in a trio run."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.count += 1
+
+
+def _tasks_spawned(limit: int) -> int:
+    """Tasks spawned while 4 callers go through a batcher of max_batch_size=2 whose process
+    takes 1 s, with `limit` slots (two batches, so two slots are all any limit >= 2 can use)."""
+    rig = Rig(size=2, wait=LONG, concurrent=limit, duration=1.0)
+    spawned = _Spawned()
+
+    async def main() -> None:
+        trio.lowlevel.add_instrument(spawned)
+        await rig.run([(0.0, [0, 1, 2, 3])])
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    rig.returned(range(4))
+    return spawned.count
+
+
+def test_a_huge_max_concurrent_batches_costs_no_more_than_a_small_one() -> None:
+    """A max_concurrent_batches as large as you like is valid, and costs no more than 2 slots
+    (no task or worker per slot)."""
+    small = _tasks_spawned(2)
+    huge = _tasks_spawned(2**10)
+    kata_measure.count(2 * small, huge, label="count: tasks spawned")
+    assert huge <= 2 * small, \
+        f"with max_concurrent_batches=2**10 the run spawned {huge} tasks, with 2 only {small}, " \
+        f"for the same 4 callers and 2 batches: any int >= 1 is valid however large, so the " \
+        f"cost may not grow with the limit (a worker per slot, started up front?)"

@@ -130,3 +130,41 @@ async def test_submit_during_exit_raises_runtime_error() -> None:
         await quiesce()
     assert len(raised) == 1 and isinstance(raised[0], RuntimeError), \
         f"submit during the exit flush raised {raised}, expected RuntimeError"
+
+
+@pytest.mark.points(2)
+async def test_a_drain_cut_short_by_cancellation_is_not_a_clean_exit(
+        anyio_backend_name: str) -> None:
+    """A cancellation that cuts the final drain short propagates out of the block: the code
+    after it does not run as if every batch had finished."""
+    left, finished = anyio.Event(), []
+    after_block: list[str] = []
+
+    async def process(items: list[int]) -> list[int]:
+        await left.wait()  # the block has ended normally; its drain waits for this batch
+        outer.cancel()  # an outer deadline hits the drain
+        await anyio.sleep(W)  # cancelled here, unless the batcher shields its drain
+        finished.append(1)
+        return items
+
+    batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=1, max_wait=LONG)
+    escaped: BaseException | None = None
+    with anyio.move_on_after(3600 if on_trio() else 10) as guard:
+        try:
+            with anyio.CancelScope() as outer:
+                async with anyio.create_task_group() as tg:
+                    async with batcher:
+                        tg.start_soon(batcher.submit, 0)
+                        await quiesce()  # [0] is in process
+                        left.set()
+                    after_block.append("ran")
+        except Exception as exc:
+            escaped = exc
+    assert not guard.cancelled_caught, "the cancelled drain never ended: a deadlock?"
+    if escaped is not None:
+        raise AssertionError(f"cancelling the drain raised {leaves(escaped)}") from escaped
+    assert not after_block or finished, \
+        "the outer scope was cancelled while leaving the block waited for process: the batch " \
+        "was cancelled, yet the block ended as if the drain had finished and the code after " \
+        "it ran; the cancellation must propagate (or the drain be shielded, so the batch ends)"
+    assert outer.cancelled_caught, "the drain was cancelled, but the cancellation was swallowed"
