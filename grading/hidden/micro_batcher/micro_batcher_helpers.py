@@ -88,6 +88,24 @@ def raising(bad: int) -> Results:
     return results
 
 
+class _Spin(trio.abc.Instrument):
+    """Cancels `scope` once the tasks have taken `budget` steps at one virtual instant: a busy
+    loop never lets trio's virtual clock move on, so no deadline would ever stop it."""
+
+    def __init__(self, scope: anyio.CancelScope, budget: int = 2_000) -> None:
+        self.scope, self.budget = scope, budget
+        self.at, self.steps, self.tripped = -math.inf, 0, False
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        now = trio.current_time()
+        if now != self.at:
+            self.at, self.steps = now, 0
+        self.steps += 1
+        if self.steps > self.budget and not self.tripped:
+            self.tripped = True
+            self.scope.cancel()
+
+
 class Rig:
     """A batcher under test, with a recording `process` and one task per caller."""
 
@@ -102,6 +120,7 @@ class Rig:
         self.results: Results = results or (lambda items: [10 * x for x in items])
         self.t0 = 0.0
         self.horizon = 3600.0  # on trio, virtual seconds after which the batcher is stuck
+        self.real_horizon = 1.0  # on asyncio, real seconds (the reference needs a few ms)
         self._woken: anyio.Event | None = None
         limit = {} if concurrent is None else {"max_concurrent_batches": concurrent}
         self.batcher: MicroBatcher[int, int] = MicroBatcher(
@@ -136,23 +155,37 @@ class Rig:
     async def open(self) -> AsyncIterator[TaskGroup]:
         """The batcher, open inside a task group of callers. Once it has closed, callers still
         waiting are cancelled: a batcher that loses items fails the check instead of hanging.
-        On trio, a batcher still busy after a virtual hour fails it too.
+        A batcher still busy after a virtual hour on trio (a second of real time on asyncio)
+        fails it too, and so does one whose tasks step on at one virtual instant for ever, so
+        that a deadlock or a busy loop fails the check instead of running into its time limit.
         An exception out of the block fails the check with that exception as its cause."""
-        self.t0, crashed = anyio.current_time(), None
-        with anyio.move_on_after(self.horizon if on_trio() else math.inf) as guard:
-            async with anyio.create_task_group() as tg:
-                try:
-                    async with self.batcher:
-                        yield tg
-                except Exception as exc:
-                    crashed = exc
-                finally:
-                    if not guard.cancel_called:
-                        await quiesce()
-                    tg.cancel_scope.cancel()
+        self.t0, crashed, trio_run = anyio.current_time(), None, on_trio()
+        with anyio.move_on_after(self.horizon if trio_run else self.real_horizon) as guard:
+            spin = _Spin(guard)
+            if trio_run:
+                trio.lowlevel.add_instrument(spin)
+            try:
+                async with anyio.create_task_group() as tg:
+                    try:
+                        async with self.batcher:
+                            yield tg
+                    except Exception as exc:
+                        crashed = exc
+                    finally:
+                        if not guard.cancel_called:
+                            await quiesce()
+                        tg.cancel_scope.cancel()
+            finally:
+                if trio_run:
+                    trio.lowlevel.remove_instrument(spin)
+        if spin.tripped:
+            pytest.fail(f"the batcher's tasks took {spin.budget} steps at one virtual instant "
+                        f"({spin.at - self.t0:.6g} s) without the clock moving on: a busy loop?")
         if guard.cancelled_caught:
             pytest.fail(f"the batcher was still busy after {self.horizon} s of virtual time: "
-                        f"a deadlock?")
+                        f"a deadlock?" if trio_run else
+                        f"the batcher was still busy after {self.real_horizon} s of real time "
+                        f"(the run takes a few milliseconds): a deadlock?")
         if crashed is not None:
             raise AssertionError(f"the batcher's block raised {leaves(crashed)}") from crashed
 
