@@ -20,6 +20,7 @@ from micro_batcher_helpers import (
     on_trio,
     quiesce,
     run_on_trio,
+    stuck_guard,
     trio_only,
 )
 
@@ -130,7 +131,7 @@ async def test_equal_items_are_withdrawn_by_their_own_caller(anyio_backend_name:
 
     batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=4, max_wait=LONG)
     first, second = anyio.CancelScope(), anyio.CancelScope()
-    with anyio.move_on_after(3600 if on_trio() else 10) as guard:
+    with stuck_guard():
         async with anyio.create_task_group() as tg:
             async with batcher:
                 tg.start_soon(call, "first", first)
@@ -141,7 +142,6 @@ async def test_equal_items_are_withdrawn_by_their_own_caller(anyio_backend_name:
                 await quiesce()
             await quiesce()
             tg.cancel_scope.cancel()
-    assert not guard.cancelled_caught, "the batcher never closed: a deadlock?"
     assert calls == [[5]], f"two callers submitted 5 and the second was cancelled: process got " \
                            f"{calls}, expected [[5]]"
     expect_returned("the first caller's submit(5)", got.get("first"), 50)
