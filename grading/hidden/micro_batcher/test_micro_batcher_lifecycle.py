@@ -138,7 +138,8 @@ async def test_a_drain_cut_short_by_cancellation_is_not_a_clean_exit(
         anyio_backend_name: str) -> None:
     """A cancellation that cuts the final drain short propagates out of the block: the code
     after it does not run as if every batch had finished."""
-    left, finished = anyio.Event(), []
+    left = anyio.Event()
+    finished: list[int] = []
     after_block: list[str] = []
 
     async def process(items: list[int]) -> list[int]:

@@ -252,8 +252,8 @@ async def test_a_process_that_raises_when_called_fails_only_its_own_callers(
                              f"the whole block: {leaves(escaped)}; only that batch's callers "
                              f"should get the KeyError") from escaped
     for item in (13, 1):
-        kind, exc = got.get(item, ("no outcome", None))
-        assert kind == "raised" and isinstance(exc, KeyError), \
+        kind, error = got.get(item, ("no outcome", None))
+        assert kind == "raised" and isinstance(error, KeyError), \
             f"process raised KeyError when called for [13, 1]: submit({item}) ended with " \
             f"{got.get(item)}, expected that KeyError"
     for item in (2, 3):
