@@ -3,6 +3,8 @@ the slots are busy, and callers cancelled before and after dispatch."""
 
 from __future__ import annotations
 
+import math
+
 import anyio
 import kata_measure
 import pytest
@@ -255,27 +257,33 @@ async def test_a_window_whose_items_were_all_withdrawn_sends_nothing() -> None:
 
 
 class _Spawned(trio.abc.Instrument):
-    """Counts the tasks spawned in a trio run."""
+    """Counts the tasks spawned in a trio run; past `budget` it cancels `scope`, so that a
+    batcher that spawns a task per slot is stopped at twice what would pass."""
 
-    def __init__(self) -> None:
-        self.count = 0
+    def __init__(self, budget: float) -> None:
+        self.count, self.budget = 0, budget
+        self.scope: trio.CancelScope | None = None
 
     def task_spawned(self, task: trio.lowlevel.Task) -> None:
         self.count += 1
+        if self.count > self.budget and self.scope is not None:
+            self.scope.cancel()
 
 
-def _tasks_spawned(limit: int) -> int:
+def _tasks_spawned(limit: int, budget: float = math.inf) -> int:
     """Tasks spawned while 4 callers go through a batcher of max_batch_size=2 whose process
     takes 1 s, with `limit` slots (two batches, so two slots are all any limit >= 2 can use)."""
     rig = Rig(size=2, wait=LONG, concurrent=limit, duration=1.0)
-    spawned = _Spawned()
+    spawned = _Spawned(budget)
 
     async def main() -> None:
         trio.lowlevel.add_instrument(spawned)
-        await rig.run([(0.0, [0, 1, 2, 3])])
+        with trio.CancelScope() as spawned.scope:
+            await rig.run([(0.0, [0, 1, 2, 3])])
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    rig.returned(range(4))
+    if spawned.count <= budget:
+        rig.returned(range(4))
     return spawned.count
 
 
@@ -283,9 +291,9 @@ def test_a_huge_max_concurrent_batches_costs_no_more_than_a_small_one() -> None:
     """A max_concurrent_batches as large as you like is valid, and costs no more than 2 slots
     (no task or worker per slot)."""
     small = _tasks_spawned(2)
-    huge = _tasks_spawned(2**10)
+    huge = _tasks_spawned(2**8, budget=4 * small)
     kata_measure.count(2 * small, huge, label="count: tasks spawned")
     assert huge <= 2 * small, \
-        f"with max_concurrent_batches=2**10 the run spawned {huge} tasks, with 2 only {small}, " \
+        f"with max_concurrent_batches=2**8 the run spawned {huge} tasks, with 2 only {small}, " \
         f"for the same 4 callers and 2 batches: any int >= 1 is valid however large, so the " \
         f"cost may not grow with the limit (a worker per slot, started up front?)"
