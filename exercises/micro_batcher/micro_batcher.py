@@ -47,9 +47,9 @@ class MicroBatcher(Generic[T, R]):
     ) -> None:
         """Check the arguments; nothing runs until the batcher is entered.
 
-        `process` receives the items of one batch in the order they were accepted and returns
-        one result per item, in the same order; a result that is an exception instance is
-        raised in that item's caller only.
+        `process` receives the items of one batch in the order they were accepted, as a list
+        of its own (it may change it), and returns one result per item, in the same order; a
+        result that is an exception instance is raised in that item's caller only.
 
         Raises:
             TypeError: `process` is not callable, `max_batch_size` or `max_concurrent_batches`

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -23,6 +23,7 @@ from micro_batcher import MicroBatcher
 
 W = 1 / 64  # the usual window: exact in binary, short in real time
 LONG = 3600.0  # a window that never ends within a check: only size and exit dispatch
+REAL_HORIZON = 1.0  # real seconds after which a run on asyncio is stuck (the reference: ms)
 Results = Callable[[list[int]], Sequence[int | BaseException]]
 Schedule = Sequence[tuple[float, Sequence[int]]]
 
@@ -88,6 +89,49 @@ def raising(bad: int) -> Results:
     return results
 
 
+class _Spin(trio.abc.Instrument):
+    """Cancels `scope` once the tasks have taken `budget` steps at one virtual instant: a busy
+    loop never lets trio's virtual clock move on, so no deadline would ever stop it."""
+
+    def __init__(self, scope: anyio.CancelScope, budget: int = 2_000) -> None:
+        self.scope, self.budget = scope, budget
+        self.at, self.steps, self.tripped = -math.inf, 0, False
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        now = trio.current_time()
+        if now != self.at:
+            self.at, self.steps = now, 0
+        self.steps += 1
+        if self.steps > self.budget and not self.tripped:
+            self.tripped = True
+            self.scope.cancel()
+
+
+@contextmanager
+def stuck_guard(horizon: float = 3600.0, real: float = REAL_HORIZON) -> Iterator[anyio.CancelScope]:
+    """A scope that fails the check, instead of letting it run into its time limit, when the
+    run inside it is still busy after `horizon` s of virtual time on trio (`real` s of real time
+    on asyncio, where the reference needs a few milliseconds), or when its tasks take
+    `_Spin.budget` steps at one virtual instant on trio (a busy loop, which no deadline stops)."""
+    trio_run = on_trio()
+    with anyio.move_on_after(horizon if trio_run else real) as guard:
+        spin = _Spin(guard)
+        if trio_run:
+            trio.lowlevel.add_instrument(spin)
+        try:
+            yield guard
+        finally:
+            if trio_run:
+                trio.lowlevel.remove_instrument(spin)
+    if spin.tripped:
+        pytest.fail(f"the batcher's tasks took {spin.budget} steps at one virtual instant "
+                    f"({spin.at:.6g} s) without the clock moving on: a busy loop?")
+    if guard.cancelled_caught:
+        pytest.fail(f"the batcher was still busy after {horizon} s of virtual time: a deadlock?"
+                    if trio_run else f"the batcher was still busy after {real} s of "
+                    f"real time (the run takes a few milliseconds): a deadlock?")
+
+
 class Rig:
     """A batcher under test, with a recording `process` and one task per caller."""
 
@@ -135,11 +179,11 @@ class Rig:
     @asynccontextmanager
     async def open(self) -> AsyncIterator[TaskGroup]:
         """The batcher, open inside a task group of callers. Once it has closed, callers still
-        waiting are cancelled: a batcher that loses items fails the check instead of hanging.
-        On trio, a batcher still busy after a virtual hour fails it too.
+        waiting are cancelled: a batcher that loses items fails the check instead of hanging,
+        and so does one that deadlocks or busy-loops (see `stuck_guard`).
         An exception out of the block fails the check with that exception as its cause."""
         self.t0, crashed = anyio.current_time(), None
-        with anyio.move_on_after(self.horizon if on_trio() else math.inf) as guard:
+        with stuck_guard(self.horizon) as guard:
             async with anyio.create_task_group() as tg:
                 try:
                     async with self.batcher:
@@ -150,9 +194,6 @@ class Rig:
                     if not guard.cancel_called:
                         await quiesce()
                     tg.cancel_scope.cancel()
-        if guard.cancelled_caught:
-            pytest.fail(f"the batcher was still busy after {self.horizon} s of virtual time: "
-                        f"a deadlock?")
         if crashed is not None:
             raise AssertionError(f"the batcher's block raised {leaves(crashed)}") from crashed
 

@@ -9,14 +9,13 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-import anyio
 import pytest
 from micro_batcher import MicroBatcher
 from micro_batcher_helpers import (
     LONG,
     anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
     noop,
-    on_trio,
+    stuck_guard,
 )
 
 pytestmark = pytest.mark.category("bad_input")
@@ -133,7 +132,7 @@ async def test_any_callable_returning_an_awaitable_is_a_valid_process(
         try:
             batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=1,
                                                            max_wait=LONG)
-            with anyio.move_on_after(3600 if on_trio() else 2):
+            with stuck_guard():
                 async with batcher:
                     got = await batcher.submit(21)
         except Exception as exc:

@@ -4,7 +4,7 @@ exceptions, and results of the wrong number or kind."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 
 import anyio
 import pytest
@@ -14,9 +14,11 @@ from micro_batcher_helpers import (
     Results,
     Rig,
     anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
-    on_trio,
+    expect_returned,
+    leaves,
     quiesce,
     raising,
+    stuck_guard,
 )
 
 pytestmark = pytest.mark.anyio
@@ -152,15 +154,18 @@ async def test_batch_error_names_both_counts(anyio_backend_name: str) -> None:
 
 
 async def test_batch_error_labels_the_expected_count_right(anyio_backend_name: str) -> None:
-    """A BatchError message that labels a number "expected" gives the batch size there."""
-    rig = Rig(size=7, wait=LONG, results=lambda items: [0] * 4)
-    await rig.run([(0.0, list(range(7)))], leave_early=True)
-    message = str(rig.outcomes[0][1])
-    labelled = re.findall(r"\bexpected\s*[:=]?\s*(\d+)\b(?!\s*results?\s+per\b)", message,
-                          re.IGNORECASE)
-    assert all(number == "7" for number in labelled), \
-        f"process returned 4 results for a batch of 7: the message {message!r} says " \
-        f"expected {', '.join(labelled)}, but 7 results were expected and 4 received"
+    """A BatchError message that labels a number "expected" gives the size of the batch sent
+    there (not max_batch_size)."""
+    for size in (7, 10):  # a full batch of 7, and 7 items sent before a batch of 10 filled
+        rig = Rig(size=size, wait=LONG, results=lambda items: [0] * 4)
+        await rig.run([(0.0, list(range(7)))], leave_early=True)
+        message = str(rig.outcomes[0][1])
+        labelled = re.findall(r"\bexpected\s*[:=]?\s*(\d+)\b(?!\s*results?\s+per\b)",
+                              message, re.IGNORECASE)
+        assert all(number == "7" for number in labelled), \
+            f"process returned 4 results for a batch of 7 (max_batch_size={size}): the " \
+            f"message {message!r} says expected {', '.join(labelled)}, but 7 results were " \
+            f"expected (one per item sent) and 4 received"
 
 
 @pytest.mark.points(2)
@@ -179,12 +184,11 @@ async def test_equal_items_in_one_batch_get_the_results_at_their_own_positions(
             got[caller] = ("raised", exc)
 
     batcher: MicroBatcher[int, str] = MicroBatcher(process, max_batch_size=4, max_wait=LONG)
-    with anyio.move_on_after(3600 if on_trio() else 2) as guard:
+    with stuck_guard():
         async with anyio.create_task_group() as tg, batcher:
             for caller, item in enumerate([7, 3, 7, 7]):
                 tg.start_soon(call, caller, item)
                 await quiesce()
-    assert not guard.cancelled_caught, "the batcher never closed: a deadlock?"
     want = ["0:7", "1:3", "2:7", "3:7"]
     seen = [got[c][1] if got.get(c, ("",))[0] == "returned" else got.get(c) for c in range(4)]
     assert seen == want, f"callers of 7, 3, 7, 7 got {seen} from process's {want} (one batch): " \
@@ -212,3 +216,88 @@ async def test_a_none_or_falsy_result_is_returned_not_raised(anyio_backend_name:
     want = {0: ("returned", 0), 1: ("returned", None), 2: ("returned", 0), 3: ("returned", "")}
     assert got == want, f"process returned [0, None, 0, ''] for [0, 1, 2, 3]: the callers got " \
                         f"{got}, expected each to return its own result"
+
+
+@pytest.mark.points(2)
+async def test_a_process_that_raises_when_called_fails_only_its_own_callers(
+        anyio_backend_name: str) -> None:
+    """A process that raises when called, before it returns its awaitable, fails only that
+    batch's callers; the batcher keeps serving."""
+
+    def process(items: list[int]) -> Awaitable[list[int]]:
+        if 13 in items:
+            raise KeyError("raised before any awaitable")
+        return _tenfold(items)
+
+    got: dict[int, tuple[str, object]] = {}
+
+    async def call(item: int) -> None:
+        try:
+            got[item] = ("returned", await batcher.submit(item))
+        except Exception as exc:
+            got[item] = ("raised", exc)
+
+    batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=2, max_wait=LONG)
+    escaped: BaseException | None = None
+    with stuck_guard():
+        try:
+            async with anyio.create_task_group() as tg, batcher:
+                for item in (13, 1, 2, 3):  # [13, 1] fails, [2, 3] goes after it
+                    tg.start_soon(call, item)
+                    await quiesce()
+        except Exception as exc:
+            escaped = exc
+    if escaped is not None:
+        raise AssertionError(f"a process that raised KeyError when called for [13, 1] broke "
+                             f"the whole block: {leaves(escaped)}; only that batch's callers "
+                             f"should get the KeyError") from escaped
+    for item in (13, 1):
+        kind, error = got.get(item, ("no outcome", None))
+        assert kind == "raised" and isinstance(error, KeyError), \
+            f"process raised KeyError when called for [13, 1]: submit({item}) ended with " \
+            f"{got.get(item)}, expected that KeyError"
+    for item in (2, 3):
+        expect_returned(f"submit({item}) after the failed batch", got.get(item), 10 * item)
+
+
+async def _tenfold(items: list[int]) -> list[int]:
+    return [10 * x for x in items]
+
+
+async def test_process_receives_a_list(anyio_backend_name: str) -> None:
+    """process receives the items of its batch as a list, in acceptance order."""
+    kinds: list[str] = []
+
+    def results(items: list[int]) -> list[int]:
+        kinds.append("list" if isinstance(items, list) else type(items).__name__)
+        return [10 * x for x in items]
+
+    rig = Rig(size=3, wait=LONG, results=results)
+    assert await rig.run([(0.0, [4, 5, 6])], leave_early=True) == []
+    assert kinds == ["list"], f"process received a {', '.join(kinds)}, expected a list " \
+        f"(the API: process takes list[T]; it may sort it or use any list method)"
+    assert rig.batches() == [[4, 5, 6]], f"process got {rig.batches()}, expected [[4, 5, 6]]"
+    rig.returned([4, 5, 6])
+
+
+async def test_process_may_change_the_list_it_receives(anyio_backend_name: str) -> None:
+    """process owns the list it receives: emptying it does not change what its callers get."""
+
+    def results(items: list[int]) -> list[int]:
+        out = []
+        while items:  # consumes its input, as a process that moves items to a device may
+            out.append(10 * items.pop(0))
+        return out
+
+    rig = Rig(size=3, wait=LONG, results=results)
+    assert await rig.run([(0.0, [4, 5, 6])], leave_early=True) == []
+    for i in (4, 5, 6):
+        outcome = rig.outcomes.get(i)
+        if outcome != ("returned", 10 * i):
+            message = f"process emptied the list it received and returned one result per item " \
+                      f"(in order): submit({i}) ended with {outcome}, expected to return " \
+                      f"{10 * i}; the number of items is the batch's, whatever process does " \
+                      f"with its list"
+            if outcome is not None and isinstance(outcome[1], BaseException):
+                raise AssertionError(message) from outcome[1]
+            raise AssertionError(message)
