@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import pytest
 from mig_packing import Gpu, Instance, plan
+from mig_packing_helpers import check_plan
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -126,11 +128,17 @@ def test_a_count_that_is_not_an_int_raises_type_error(count: Any) -> None:
 
 
 def test_gpus_that_is_not_an_int_raises_type_error() -> None:
-    """gpus that is not an int (a float, a bool) raises TypeError."""
-    with pytest.raises(TypeError):
-        plan({"1g.10gb": 1}, 1.5, "A100-80GB")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        plan({"1g.10gb": 1}, True, "A100-80GB")
+    """gpus that is not an int (a float, 2.0 included, a bool) raises TypeError, whether or
+    not the requests would fit."""
+    gpus: Any
+    for requests, gpus in [({"1g.10gb": 1}, 1.5), ({"1g.10gb": 1}, True), ({"1g.10gb": 1}, 2.0),
+                           ({"7g.80gb": 3}, 2.0), ({}, 2.0), ({"7g.80gb": 2}, True)]:
+        try:
+            got = plan(requests, gpus, "A100-80GB")
+        except TypeError:
+            continue
+        pytest.fail(f"plan({requests}, {gpus!r}, 'A100-80GB') returned {got!r}: expected "
+                    "TypeError, gpus must be an int whatever the requests")
 
 
 def test_a_start_that_is_not_an_int_raises_type_error() -> None:
@@ -141,6 +149,53 @@ def test_a_start_that_is_not_an_int_raises_type_error() -> None:
         with pytest.raises(TypeError):
             gpu.place("1g.10gb", start)  # type: ignore[arg-type]
     assert gpu.instances() == [], f"a rejected start left {gpu.instances()!r} behind"
+
+
+class _Slice(enum.IntEnum):
+    ZERO = 0
+    ONE = 1
+    TWO = 2
+    FOUR = 4
+
+
+@pytest.mark.points(1)
+def test_a_start_that_is_an_int_subclass_is_a_start() -> None:
+    """place(profile, start) takes an int subclass (an IntEnum member) as the int it is: it
+    places there, and a member off the table raises ValueError."""
+    gpu = Gpu("A100-80GB")
+    for name, start in [("3g.40gb", _Slice.FOUR), ("2g.20gb", _Slice.TWO), ("1g.10gb", _Slice.ONE)]:
+        try:
+            got = gpu.place(name, start)
+        except TypeError as err:
+            pytest.fail(f"place({name!r}, {start!r}) raised {err!r}: an IntEnum member is an int "
+                        f"({start!r} == {int(start)}), so it is a start")
+        want = Instance(name, int(start), int(start) + {"3g.40gb": 4, "2g.20gb": 2}.get(name, 1))
+        assert got == want, f"place({name!r}, {start!r}) returned {got!r}, expected {want!r}"
+    assert gpu.place("1g.10gb", _Slice.ZERO) == Instance("1g.10gb", 0, 1), (
+        f"place('1g.10gb', {_Slice.ZERO!r}) did not place at slice 0: {gpu.instances()!r}")
+    with pytest.raises(ValueError):
+        Gpu("A100-80GB").place("4g.40gb", _Slice.TWO)
+
+
+@pytest.mark.points(1)
+def test_a_count_that_is_an_int_subclass_is_a_count() -> None:
+    """plan takes a count (and gpus) that is an int subclass (an IntEnum member) as the int it
+    is."""
+    cases: list[tuple[dict[str, Any], Any]] = [
+        ({"3g.40gb": _Slice.TWO}, 1), ({"2g.20gb": _Slice.FOUR, "3g.40gb": _Slice.TWO}, 2),
+        ({"7g.80gb": _Slice.ONE, "1g.10gb": _Slice.ZERO}, _Slice.TWO)]
+    for requests, gpus in cases:
+        plain = {name: int(count) for name, count in requests.items()}
+        try:
+            got = plan(requests, gpus, "A100-80GB")
+        except TypeError as err:
+            pytest.fail(f"plan({requests}, {gpus!r}, 'A100-80GB') raised {err!r}: an IntEnum "
+                        "member is an int, so it is a count")
+        assert got is not None, f"plan({requests}, {gpus!r}, 'A100-80GB') returned None; it fits"
+        check_plan(got, plain, int(gpus), "A100-80GB")
+    assert plan({"3g.40gb": _Slice.FOUR}, _Slice.ONE, "A100-80GB") is None, (
+        "plan({'3g.40gb': 4}, 1) given as IntEnum members did not return None; four 3g do not "
+        "fit one GPU")
 
 
 def test_a_start_of_true_raises_type_error() -> None:

@@ -1,4 +1,4 @@
-"""Hidden check for mig_packing: plan's time grows with the fleet, not exponentially."""
+"""Hidden checks for mig_packing: plan's time grows with the fleet, not faster."""
 
 from __future__ import annotations
 
@@ -88,3 +88,30 @@ def test_plan_time_stays_linear_on_a_fleet_of_whole_gpus() -> None:
         f"plan on {large} GPUs of one 7g each took {ratio:.0f}x the time of {_WHOLE_SMALL}: "
         f"expected about {_WHOLE_GROWTH}x; work that grows with the fleet for each whole GPU "
         "(such as list.insert(0, ...)) makes it quadratic")
+
+
+# Two 3g a GPU: 2,000 -> 64,000 GPUs. Half the 3g go to right halves and half to left ones.
+# Linear work takes 32x to about 70x (the large lists outgrow the caches); finding each left
+# half with a scan from GPU 0 (list.index) is quadratic in the 3g count and takes about 1,000x.
+_HALVES_SMALL, _HALVES_GROWTH, _HALVES_LIMIT = 2_000, 32, 200.0
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(300)
+@pytest.mark.points(2)
+def test_plan_time_stays_linear_when_3g_fill_left_halves_too() -> None:
+    """plan for 64,000 GPUs of two 3g each takes about 32x the time of 2,000, not more."""
+    model, large = "A100-80GB", _HALVES_SMALL * _HALVES_GROWTH
+    many = {"3g.40gb": 2 * large}
+    # Checked at the small size only: the large call is made under a budget, in growth().
+    few = {"3g.40gb": 2 * _HALVES_SMALL}
+    got = plan(few, _HALVES_SMALL, model)
+    assert got is not None and len(got) == _HALVES_SMALL and all(len(g) == 2 for g in got), (
+        f"plan({few}, {_HALVES_SMALL}) did not return {_HALVES_SMALL} layouts of two 3g each")
+
+    ratio = growth(lambda: plan(few, _HALVES_SMALL, model), lambda: plan(many, large, model),
+                   _HALVES_LIMIT)
+    assert ratio < _HALVES_LIMIT, (
+        f"plan on {large} GPUs of two 3g each took {ratio:.0f}x the time of {_HALVES_SMALL}: "
+        f"expected about {_HALVES_GROWTH}x; work that grows with the fleet for each 3g (such as "
+        "a scan from the first GPU for a free left half) makes it quadratic")

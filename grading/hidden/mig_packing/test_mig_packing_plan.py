@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
 import pytest
@@ -86,17 +87,38 @@ def test_plan_is_exact_on_small_fleets(model: str, data: st.DataObject) -> None:
         assert got is None, f"plan({requests}, {gpus}, {model!r}) returned {got!r}; none exists"
 
 
+class _Requests(Mapping[str, int]):
+    """A Mapping with only the abstract methods: no copy(), no dict underneath."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self._counts = counts
+
+    def __getitem__(self, name: str) -> int:
+        return self._counts[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._counts)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def __repr__(self) -> str:
+        return f"a Mapping subclass holding {self._counts}"
+
+
 def test_plan_takes_any_mapping_of_requests() -> None:
-    """requests is any Mapping, not only a dict: a read-only MappingProxyType plans as its dict."""
+    """requests is any Mapping, not only a dict: a read-only MappingProxyType, or a Mapping
+    subclass with no dict methods such as copy(), plans as its dict."""
     for requests in [{"7g.80gb": 1}, {"3g.40gb": 2, "2g.20gb": 4}]:
-        view = MappingProxyType(requests)
-        try:
-            got = plan(view, 2, "A100-80GB")
-        except TypeError as err:
-            pytest.fail(f"plan(MappingProxyType({requests}), 2, 'A100-80GB') raised {err!r}: "
-                        "any Mapping is accepted, TypeError is for what is not a mapping")
-        assert got is not None, f"plan(MappingProxyType({requests}), 2) returned None; it fits"
-        check_plan(got, requests, 2, "A100-80GB")
+        views: list[Mapping[str, int]] = [MappingProxyType(requests), _Requests(requests)]
+        for view in views:
+            try:
+                got = plan(view, 2, "A100-80GB")
+            except (TypeError, AttributeError) as err:
+                pytest.fail(f"plan({view!r}, 2, 'A100-80GB') raised {err!r}: any Mapping is "
+                            "accepted, and only its Mapping methods may be used")
+            assert got is not None, f"plan({view!r}, 2) returned None; it fits"
+            check_plan(got, requests, 2, "A100-80GB")
 
 
 @pytest.mark.points(1)
