@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 
 Interval = tuple[float, float]
 _INF = math.inf
@@ -83,7 +84,15 @@ def busy_time(intervals: Iterable[Interval]) -> float:
     >>> busy_time([(0, 2), (1, 3), (5, 6)])
     4.0
     """
-    return math.fsum(end - start for start, end in merge(intervals))
+    return math.fsum(_length(start, end) for start, end in merge(intervals))
+
+
+def _length(start: float, end: float) -> float:
+    """``end - start``, exact before it is rounded once: an int and a float subtracted in
+    Python round the int first, so ``(float(2**53), 2**53 + 1)`` would come out 0.0, not 1."""
+    if isinstance(start, float) == isinstance(end, float):
+        return end - start  # two floats (rounded once), or two ints (exact)
+    return float(Fraction(end) - Fraction(start))
 
 
 def coverage(busy: Mapping[str, Iterable[Interval]], at_least: int) -> list[Interval]:

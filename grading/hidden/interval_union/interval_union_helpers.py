@@ -194,6 +194,15 @@ def many_gpus(n: int) -> Busy:
 MANY_SMALL = 200  # GPUs: 100 at the small size, 1,600 at the large one
 
 
+def gang(n: int) -> Busy:
+    """n GPUs, one long interval each, all overlapping in the middle (a gang-scheduled job):
+    every GPU is busy at once, 3,200 of them at the large size."""
+    rnd = random.Random(n)
+    order = list(range(n))
+    rnd.shuffle(order)
+    return {f"gpu-{g}": [(float(g), g + n + rnd.random())] for g in order}
+
+
 def in_order(n: int) -> Busy:
     """n int intervals on one GPU in order of start, as a trace reports them; some touch."""
     return {"gpu-0": [(3 * i, 3 * i + 2 + i % 3) for i in range(n)]}

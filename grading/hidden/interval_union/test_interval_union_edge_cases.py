@@ -97,6 +97,32 @@ def test_results_are_new_lists_never_the_callers_own() -> None:
             )
 
 
+def test_an_empty_result_is_a_new_list_every_time() -> None:
+    """An empty result is a new list too: appending to one changes no later answer."""
+    calls: dict[str, Callable[[], list[Interval]]] = {
+        "merge([])": lambda: merge([]),
+        "coverage({'a': [(0, 1)]}, 2)": lambda: coverage({"a": [(0, 1)]}, 2),
+        "coverage({'a': [(0, 1)], 'b': [(5, 6)]}, 2)":
+            lambda: coverage({"a": [(0, 1)], "b": [(5, 6)]}, 2),
+        "all_busy({'a': [(0, 1)], 'b': []})": lambda: all_busy({"a": [(0, 1)], "b": []}),
+        "all_busy({})": lambda: all_busy({}),
+    }
+    for name, call in calls.items():
+        first = call()
+        assert first == [], f"{name} returned {first}, expected []"
+        first.append((0, 1))
+        try:
+            for again, later in calls.items():
+                got = later()
+                assert got == [], (
+                    f"after the caller appended (0, 1) to the [] that {name} returned, {again} "
+                    f"returned {got}, expected []: an empty result must be a new list, not one "
+                    "shared between calls"
+                )
+        finally:
+            first.clear()  # a shared list is left as it was, for the checks that follow
+
+
 @pytest.mark.points(2)
 def test_each_call_answers_only_its_own_input() -> None:
     """Nothing is kept between calls: a call that raised leaves nothing behind, and a mapping

@@ -13,6 +13,7 @@ from interval_union_helpers import (
     ORDERED_SMALL,
     SMALL,
     everything,
+    gang,
     growth,
     in_order,
     many_gpus,
@@ -42,6 +43,18 @@ def test_coverage_time_grows_like_n_log_n_with_many_gpus() -> None:
         f"{times(ratio)} the time of {MANY_SMALL} over {MANY_SMALL // 2}: expected about "
         f"{GROWTH}x; that is quadratic growth (work per GPU that grows with all the events "
         "so far, such as merging each GPU's events into one sorted list)"
+    )
+
+
+def test_coverage_time_grows_like_n_log_n_with_thousands_of_gpus_busy_at_once() -> None:
+    """coverage scales like sorting when every GPU is busy at once: 16x the GPUs, each with
+    one long interval, takes far less than 256x the time."""
+    ratio = growth(lambda busy: coverage(busy, 2), gang)
+    assert ratio < LIMIT, (
+        f"coverage on {SMALL * GROWTH} GPUs all busy together took {times(ratio)} the time of "
+        f"{SMALL}: expected about {GROWTH}x; that is quadratic growth (work at each start or "
+        "end that grows with the number of GPUs busy now, such as counting distinct GPUs in "
+        "a list of the active ones)"
     )
 
 

@@ -112,6 +112,24 @@ def test_int_and_float_bounds_together_are_compared_exactly() -> None:
             assert got == want, f"coverage({busy}, 1) returned {got}, expected {want}"
 
 
+def test_busy_time_of_int_and_float_bounds_together_is_exact() -> None:
+    """busy_time of an interval with an int bound and a float bound is its exact length, not
+    what Python's `end - start` rounds it to: [float(2**53), 2**53 + 1) lasts 1."""
+    cases: list[tuple[list[Interval], float]] = [
+        ([(float(_B), _B + 1)], 1),
+        ([(_B + 1, float(_B + 4))], 3),
+        ([(float(_B), _B + 1), (_B + 3, float(_B + 4))], 2),
+        ([(-(_B + 1), float(-_B))], 1),
+        ([(0, 0.5), (float(_B), _B + 1)], 1.5),
+    ]
+    for intervals, want in cases:
+        got = busy_time(intervals)
+        assert math.isclose(got, want, rel_tol=1e-9), (
+            f"busy_time({intervals}) returned {got}, expected {want}: subtracting an int from a "
+            "float in Python rounds the int to a float first, which loses the length here"
+        )
+
+
 def _split(busy: Busy) -> Busy:
     """Each interval of length >= 2 cut into two touching pieces, and every piece twice."""
     out: Busy = {}
