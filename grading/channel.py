@@ -66,6 +66,7 @@ class ChildReport:
     checks: list[dict[str, Any]] = field(default_factory=list)  # collect mode: the checks
     ended: str = ""  # why the child was killed, or how it exited, when it did not finish
     timed_out: int = 0  # checks that reported running out of time
+    counted: int = 0  # of those, how many the grading's strikes were told of
 
     def apply(self, record: dict[str, Any]) -> None:
         """Take one record read from the channel."""

@@ -104,6 +104,7 @@ def run_child(run: Run, attempt: int, config: contract.Config, results: dict[str
                 stuck = _stuck_at(out, run.exercise.name) if past else ""
     for record in last:  # after the files are closed: a bad record raises
         child.apply(record)
+    _count_stops(run, child)
     if run.strikes is not None and killed_for.startswith(_PAST_LIMIT):
         run.strikes.add()
     _conclude(child, config, f"{killed_for}; stuck at {stuck}" if stuck else killed_for,
@@ -150,18 +151,17 @@ def _watch(run: Run, proc: forkserver.Process, reader: ChannelReader, child: Chi
     """Follow the child until it exits; return why it had to be killed ("" if it was not)."""
     started = time.monotonic()
     watcher = processes.Watcher.needed(proc, run.limits.memory)
-    strikes, stopped = run.strikes, 0
-    cut = strikes is None or strikes.hangs()  # dealt its checks under limits cut already
+    # Whether its checks were dealt under limits cut for a hang, as they were dealt (before any
+    # child of this round started).
+    dealt_hung = run.strikes is None or run.strikes.dealt_hung
     while True:
         exited = proc.poll() is not None
         for record in reader.records():
             child.apply(record)
+        _count_stops(run, child)
         if exited:
             return ""
-        if strikes is not None and child.timed_out > stopped:
-            strikes.add_stopped(child.timed_out - stopped)
-            stopped = child.timed_out
-        if not cut and strikes is not None and strikes.hangs() and not child.done:
+        if run.strikes is not None and run.strikes.restart(dealt_hung) and not child.done:
             return _RESTART
         if stop is not None and stop.is_set():
             return "the grading was stopped"
@@ -175,6 +175,13 @@ def _watch(run: Run, proc: forkserver.Process, reader: ChannelReader, child: Chi
         if over:
             return over
         time.sleep(0.02)
+
+
+def _count_stops(run: Run, child: ChildReport) -> None:
+    """Tell the grading's strikes of the checks this child stopped at their limits since."""
+    if run.strikes is not None and child.timed_out > child.counted:
+        run.strikes.add_stopped(child.timed_out - child.counted)
+        child.counted = child.timed_out
 
 
 def _overdue(run: Run, child: ChildReport, running: float, now: float) -> str:

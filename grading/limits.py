@@ -21,8 +21,9 @@ _COST_FACTOR = 30.0  # a check's limit, in times what it cost the reference
 # stopping (the submission ignores the timeout), the rest run to `AFTER_STRIKES` seconds each:
 # a check that does not call the hanging code passes in far less. After this many stopped at
 # their limits (the submission hangs), every check runs to `_HANG_FACTOR` times its cost on the
-# reference, at least `AFTER_STRIKES` seconds.
-_STRIKES, AFTER_STRIKES, _HANG_FACTOR = 3, 0.5, 5.0
+# reference, at least `_HANG_FLOOR` seconds.
+_STRIKES, AFTER_STRIKES = 3, 0.5
+_HANG_FACTOR, _HANG_FLOOR = 5.0, 1.0
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ def bounded(checks: Iterable[Check], limits: Limits) -> list[Check]:
     seconds, not the default limit, in every check that calls the hanging code. The factor
     leaves room for a correct answer slower than the reference on a loaded machine. A check
     that sets its own limit (the measuring checks, whose wrong answers run to a budget) keeps
-    it: its verdict must not turn on the machine's load."""
+    it: its verdict must not turn on the machine's load. (Only for a submission that hangs does
+    `Strikes` cut those too.)"""
     if not limits.from_costs:
         return list(checks)
     return [replace(c, timeout=min(c.timeout, _from_cost(c)))
@@ -63,14 +65,20 @@ class Strikes:
     Killed for running past their limits without stopping (`count`): once `_STRIKES` were, the
     submission ignores its limits, and every check runs to `AFTER_STRIKES` seconds. Stopped at
     their limits (`stopped`): once `_STRIKES` were, the submission hangs, and every check whose
-    cost on the reference is known runs to `_HANG_FACTOR` times it (at least `AFTER_STRIKES`),
-    those with limits of their own (a minute for some thread races) included: a hang costs a
-    fraction of a second a check, not seconds or minutes. A submission that never runs out of
-    time is never cut."""
+    cost on the reference is known runs to `_HANG_FACTOR` times it (at least `_HANG_FLOOR`),
+    those with limits of their own (a minute for some thread races) included: a hang costs
+    about a second a check, not seconds or minutes. A submission that never runs out of time
+    is never cut; where the limits are the user's (`--timeout`), only the first rule applies.
 
-    def __init__(self) -> None:
+    Where the cut falls can depend on timing (which shard's check is the third to stop), so the
+    score of a submission that hangs may move by the checks it passes only slowly (over 5x the
+    reference's cost); nothing else does."""
+
+    def __init__(self, *, from_costs: bool = True) -> None:
         self.count = 0
         self.stopped = 0
+        self.from_costs = from_costs
+        self.dealt_hung = False  # the last shards dealt were cut for a hang
         self._lock = threading.Lock()
 
     def add(self) -> None:
@@ -85,13 +93,19 @@ class Strikes:
 
     def hangs(self) -> bool:
         """Enough checks stopped at their limits that children started now are cut."""
-        return self.stopped >= _STRIKES
+        return self.from_costs and self.stopped >= _STRIKES
+
+    def restart(self, dealt_hung: bool) -> bool:
+        """A child dealt its checks with `dealt_hung` as `dealt_hung` was then should stop now,
+        for a new one to run what is left under the cut limits."""
+        return not dealt_hung and self.hangs()
 
     def cut(self, shard: list[Result]) -> None:
         """Cut the limits of `shard`'s checks as the strikes so far say."""
+        self.dealt_hung = self.hangs()
         for r in shard:
             if self.count >= _STRIKES:
                 r.check = replace(r.check, timeout=min(r.check.timeout, AFTER_STRIKES))
-            elif self.hangs() and r.check.costed:
-                hang = max(AFTER_STRIKES, _HANG_FACTOR * r.check.cost)
+            elif self.dealt_hung and r.check.costed:
+                hang = max(_HANG_FLOOR, _HANG_FACTOR * r.check.cost)
                 r.check = replace(r.check, timeout=min(r.check.timeout, hang))

@@ -8,7 +8,9 @@ split depends on the check list alone (stored costs included), never on the mach
 run's timing, so a submission that leaks state from one check into another scores the same
 everywhere. A check that never reports (its child crashed, hung or exited) is failed with the
 reason by `child`, and a new child resumes the run without the checks already recorded, so one
-bad check costs only its own points.
+bad check costs only its own points. A submission that hangs (`limits.Strikes`) has its
+children restarted under shorter limits; where that happens can depend on timing, and only
+its checks that pass slowly can score differently for it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def grade(exercise: Exercise, submission: Path, checks: Iterable[Check],
     attempt = 0
     with tempfile.TemporaryDirectory(prefix="run-", dir=isolation.runs_dir()) as tmp:
         run = Run(exercise, submission, limits, time.monotonic() + limits.wall, Path(tmp),
-                  overall, Strikes())
+                  overall, Strikes(from_costs=limits.from_costs))
         library(limits)  # made once, before children start at once
         for _ in range(len(results) + 1):
             pending = [r for r in results.values() if r.status == "pending"]
