@@ -246,3 +246,20 @@ def invoice_each(records: list[UsageRecord]) -> dict[str, _Row]:
         line = (r.gpu_type, Decimal(f"{micros}e-6"), Decimal(f"{micros // 1000}e-2"))
         invoices[r.team] = _Row(r.team, "invoice", (line,))
     return invoices
+
+
+def types_workload(n: int) -> tuple[list[UsageRecord], dict[str, Decimal]]:
+    """`n` good records of one team, each of a gpu_type of its own, and their prices: one
+    invoice of `n` lines."""
+    prices = {f"gpu-{i:06d}": Decimal("2.49") for i in range(n)}
+    return [UsageRecord(f"id{i}", "vision", f"gpu-{i:06d}", 1, P0 + i * SEC,
+                        P0 + (i + 60) * SEC) for i in range(n)], prices
+
+
+def line_each(records: list[UsageRecord]) -> _Row:
+    """The plain work of one line per record, in one invoice: Decimals, sorted by gpu_type."""
+    lines = []
+    for r in records:
+        micros = r.gpu_count * ((r.end - r.start) // US)
+        lines.append((r.gpu_type, Decimal(f"{micros}e-6"), Decimal(f"{micros // 1000}e-2")))
+    return _Row("vision", "invoice", tuple(sorted(lines)))

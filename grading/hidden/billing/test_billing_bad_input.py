@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +20,7 @@ from billing_helpers import (
     TOKYO,
     R,
     lines_of,
+    only_line,
     reasons,
     rec,
     run_of,
@@ -181,7 +182,8 @@ _BAD_TIMES: dict[str, dict[str, Any]] = {
     "naive_start": {"start": NAIVE}, "naive_end": {"start": P0, "end": NAIVE},
     "start_is_a_string": {"start": "2026-03-01T00:00:00+00:00"},
     "end_is_a_date": {"end": date(2026, 3, 2)}, "end_is_none": {"end": None},
-    "end_acts_like_a_datetime": {"end": _StampLike(P0 + 60 * MIN)}}
+    "end_acts_like_a_datetime": {"end": _StampLike(P0 + 60 * MIN)},
+    "start_is_an_aware_time_of_day": {"start": time(9, tzinfo=UTC)}}
 
 
 class _Int64Like:
@@ -219,7 +221,8 @@ class _Int64Like:
 numbers.Integral.register(_Int64Like)  # as numpy registers its integer types
 
 _BAD_COUNTS: dict[str, object] = {"zero": 0, "negative": -2, "bool": True, "float": 2.0,
-                                  "str": "2", "int64_not_an_int": _Int64Like(2)}
+                                  "str": "2", "int64_not_an_int": _Int64Like(2),
+                                  "unhashable_list": [2]}
 
 
 def _assert_rejected_alone(fields: dict[str, Any], reason: RejectReason) -> None:
@@ -268,6 +271,18 @@ def test_a_bad_gpu_count_is_rejected(count: object) -> None:
 def test_a_gpu_type_with_no_price_is_rejected() -> None:
     """A record whose gpu_type has no price is rejected, and the run goes on."""
     _assert_rejected_alone({"gpu_type": "tpu-v5"}, R.UNKNOWN_GPU_TYPE)
+
+
+@pytest.mark.category("bad_input")
+def test_a_gpu_type_is_matched_to_its_price_exactly() -> None:
+    """A gpu_type is matched to prices exactly: "H100" or "h100 " has no price when "h100" does."""
+    for gpu_type in ("H100", "h100 ", " h100", "H100-SXM"):
+        try:
+            _assert_rejected_alone({"gpu_type": gpu_type}, R.UNKNOWN_GPU_TYPE)
+        except AssertionError as exc:
+            pytest.fail(f"a record of gpu_type {gpu_type!r}, with prices only for "
+                        f"{sorted(PRICES)}: {exc}; a gpu_type is a price's key as issued, "
+                        "with no change of case or spaces, so it is unknown_gpu_type")
 
 
 _SEVERAL: dict[str, tuple[list[UsageRecord], RejectReason]] = {
@@ -320,6 +335,21 @@ def test_an_aware_datetime_subclass_is_billed() -> None:
         f"a record from {start!r} to {end!r} (aware, of a datetime subclass): rejected "
         f"{run.rejected}, billed {set(run.billed_ids)}; a datetime subclass is a datetime")
     assert total_of(run) == Decimal("7.20"), f"two hours billed {total_of(run)}, want 7.20"
+
+
+@pytest.mark.category("bad_input")
+def test_a_period_bound_of_a_datetime_subclass_is_a_datetime() -> None:
+    """A period bound of a datetime subclass (pandas' Timestamp) is a datetime: it is used."""
+    start, end = _Stamp(2026, 3, 1, tzinfo=UTC), _Stamp(2026, 4, 1, tzinfo=TOKYO)
+    try:
+        run = run_of([rec("a", -60, 60)], start=start, end=end)
+    except (TypeError, ValueError) as exc:
+        pytest.fail(f"bill with period {start!r} to {end!r} (aware, of a datetime subclass) "
+                    f"raised {type(exc).__name__}({exc}); a datetime subclass is a datetime")
+    got = only_line(run)
+    assert got is not None and got.gpu_seconds == 3600, (
+        f"a record from an hour before to an hour after that period's start billed {got}, "
+        f"rejected {run.rejected}; want its 3600 GPU-seconds inside")
 
 
 _EMPTY_VALUES: dict[str, tuple[dict[str, Any], RejectReason]] = {
