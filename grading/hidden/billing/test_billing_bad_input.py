@@ -287,6 +287,8 @@ def test_a_gpu_type_is_matched_to_its_price_exactly() -> None:
 
 _SEVERAL: dict[str, tuple[list[UsageRecord], RejectReason]] = {
     "duplicate_before_naive": ([rec("x", NAIVE), rec("x")], R.CONFLICTING_DUPLICATE),
+    "naive_and_aware_copies_of_one_wall_time": (
+        [rec("x", P0.replace(tzinfo=None)), rec("x")], R.CONFLICTING_DUPLICATE),
     "naive_before_end_before_start": (
         [rec("x", NAIVE, NAIVE - MIN, gpu_count=0)], R.NAIVE_TIMESTAMP),
     "end_before_start_before_gpu_count": (
