@@ -134,6 +134,18 @@ def content(r: UsageRecord) -> list[tuple[type, object]]:
     return [(type(v), utc(v) or v) for v in (r.team, r.gpu_type, r.gpu_count, r.start, r.end)]
 
 
+def a_billed_record(run: BillingRun, records: list[UsageRecord],
+                    pick: int) -> tuple[UsageRecord, datetime, datetime] | None:
+    """The billed record numbered `pick` (modulo their number) with its start and end in UTC;
+    None when the run billed nothing."""
+    if not run.billed_ids:
+        return None
+    rid = sorted(run.billed_ids)[pick % len(run.billed_ids)]
+    record = next(r for r in records if r.record_id == rid)
+    start, end = utc(record.start), utc(record.end)
+    assert start is not None and end is not None, f"billed {record} has a naive timestamp"
+    return record, start, end
+
 RAW = st.tuples(
     st.sampled_from("abcdefgh"), st.integers(-7200, 28_800), st.booleans(),
     st.integers(-600, 14_400), st.sampled_from([UTC, TOKYO, NEW_YORK, CET]),

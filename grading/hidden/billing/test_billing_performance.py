@@ -6,6 +6,8 @@ absolute time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import kata_measure
 import pytest
 from billing_helpers import (
@@ -48,18 +50,25 @@ def test_billing_is_a_small_factor_of_reading_the_records() -> None:
         "record's fields; want under 200x")
 
 
+def _within_a_small_factor(call: Callable[[], object], floor: Callable[[], object], label: str,
+                           what: str, loop: str, hint: str) -> None:
+    """`call` costs under 20x `floor`, the plain work of writing the same output."""
+    ratio = kata_measure.ratio(call, floor, 20, label=label)
+    assert ratio < 20, (
+        f"bill on {what} took {kata_measure.times(ratio, 20)} the CPU time of a loop that "
+        f"{loop}; want under 20x ({hint})")
+
+
 @pytest.mark.category("performance")
 @pytest.mark.timeout(90)
 def test_a_run_of_rejections_costs_a_small_factor_of_writing_them() -> None:
     """Billing 24,000 records that are all rejected costs a small factor of listing them."""
     records = rejected_workload(24_000)
-    ratio = kata_measure.ratio(lambda: run_of(records), lambda: reject_each(records), 20,
-                               label="ratio, 24,000 rejections")
-    assert ratio < 20, (
-        f"bill on 24,000 records, each with a gpu_count of 0, took "
-        f"{kata_measure.times(ratio, 20)} the CPU time of a loop that builds a rejection per "
-        "record and sorts them; want under 20x (is each rejection added by copying the ones "
-        "before it?)")
+    _within_a_small_factor(
+        lambda: run_of(records), lambda: reject_each(records), "ratio, 24,000 rejections",
+        "24,000 records, each with a gpu_count of 0",
+        "builds a rejection per record and sorts them",
+        "is each rejection added by copying the ones before it?")
 
 
 @pytest.mark.category("performance")
@@ -67,12 +76,10 @@ def test_a_run_of_rejections_costs_a_small_factor_of_writing_them() -> None:
 def test_a_run_of_many_teams_costs_a_small_factor_of_writing_their_invoices() -> None:
     """Billing 5,000 teams of one record each costs a small factor of writing their invoices."""
     records = teams_workload(5_000)
-    ratio = kata_measure.ratio(lambda: run_of(records), lambda: invoice_each(records), 20,
-                               label="ratio, 5,000 teams")
-    assert ratio < 20, (
-        f"bill on 5,000 records, each of a team of its own, took "
-        f"{kata_measure.times(ratio, 20)} the CPU time of a loop that builds one invoice of "
-        "Decimals per record; want under 20x (does each team scan every line?)")
+    _within_a_small_factor(
+        lambda: run_of(records), lambda: invoice_each(records), "ratio, 5,000 teams",
+        "5,000 records, each of a team of its own", "builds one invoice of Decimals per record",
+        "does each team scan every line?")
 
 
 @pytest.mark.category("performance")
@@ -80,12 +87,11 @@ def test_a_run_of_many_teams_costs_a_small_factor_of_writing_their_invoices() ->
 def test_a_team_with_many_gpu_types_costs_a_small_factor_of_writing_its_lines() -> None:
     """Billing one team of 10,000 GPU types, a record each, costs a small factor of its lines."""
     records, prices = types_workload(10_000)
-    ratio = kata_measure.ratio(lambda: run_of(records, prices), lambda: line_each(records), 20,
-                               label="ratio, 10,000 GPU types")
-    assert ratio < 20, (
-        f"bill on 10,000 records of one team, each of a gpu_type of its own, took "
-        f"{kata_measure.times(ratio, 20)} the CPU time of a loop that builds a line of Decimals "
-        "per record and sorts them; want under 20x (does each record search the team's lines?)")
+    _within_a_small_factor(
+        lambda: run_of(records, prices), lambda: line_each(records), "ratio, 10,000 GPU types",
+        "10,000 records of one team, each of a gpu_type of its own",
+        "builds a line of Decimals per record and sorts them",
+        "does each record search the team's lines?")
 
 
 class _Enough(BaseException):  # not an Exception: a submission's `except` lets it by
