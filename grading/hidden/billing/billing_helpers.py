@@ -134,6 +134,18 @@ def content(r: UsageRecord) -> list[tuple[type, object]]:
     return [(type(v), utc(v) or v) for v in (r.team, r.gpu_type, r.gpu_count, r.start, r.end)]
 
 
+def a_billed_record(run: BillingRun, records: list[UsageRecord],
+                    pick: int) -> tuple[UsageRecord, datetime, datetime] | None:
+    """The billed record numbered `pick` (modulo their number) with its start and end in UTC;
+    None when the run billed nothing."""
+    if not run.billed_ids:
+        return None
+    rid = sorted(run.billed_ids)[pick % len(run.billed_ids)]
+    record = next(r for r in records if r.record_id == rid)
+    start, end = utc(record.start), utc(record.end)
+    assert start is not None and end is not None, f"billed {record} has a naive timestamp"
+    return record, start, end
+
 RAW = st.tuples(
     st.sampled_from("abcdefgh"), st.integers(-7200, 28_800), st.booleans(),
     st.integers(-600, 14_400), st.sampled_from([UTC, TOKYO, NEW_YORK, CET]),
@@ -246,3 +258,20 @@ def invoice_each(records: list[UsageRecord]) -> dict[str, _Row]:
         line = (r.gpu_type, Decimal(f"{micros}e-6"), Decimal(f"{micros // 1000}e-2"))
         invoices[r.team] = _Row(r.team, "invoice", (line,))
     return invoices
+
+
+def types_workload(n: int) -> tuple[list[UsageRecord], dict[str, Decimal]]:
+    """`n` good records of one team, each of a gpu_type of its own, and their prices: one
+    invoice of `n` lines."""
+    prices = {f"gpu-{i:06d}": Decimal("2.49") for i in range(n)}
+    return [UsageRecord(f"id{i}", "vision", f"gpu-{i:06d}", 1, P0 + i * SEC,
+                        P0 + (i + 60) * SEC) for i in range(n)], prices
+
+
+def line_each(records: list[UsageRecord]) -> _Row:
+    """The plain work of one line per record, in one invoice: Decimals, sorted by gpu_type."""
+    lines = []
+    for r in records:
+        micros = r.gpu_count * ((r.end - r.start) // US)
+        lines.append((r.gpu_type, Decimal(f"{micros}e-6"), Decimal(f"{micros // 1000}e-2")))
+    return _Row("vision", "invoice", tuple(sorted(lines)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +20,7 @@ from billing_helpers import (
     TOKYO,
     R,
     lines_of,
+    only_line,
     reasons,
     rec,
     run_of,
@@ -240,6 +241,12 @@ def test_a_naive_or_non_datetime_timestamp_is_rejected(fields: dict[str, Any]) -
 
 
 @pytest.mark.category("bad_input")
+def test_an_aware_time_of_day_is_not_a_timestamp() -> None:
+    """A time of day is not a datetime, even with a tzinfo: rejected, and the run goes on."""
+    _assert_rejected_alone({"start": time(9, tzinfo=UTC)}, R.NAIVE_TIMESTAMP)
+
+
+@pytest.mark.category("bad_input")
 def test_a_timestamp_whose_zone_gives_no_offset_is_rejected_as_naive() -> None:
     """A timestamp whose tzinfo gives no UTC offset is naive: rejected, and the run goes on."""
     for fields in ({"start": NAIVE.replace(tzinfo=FLOATING)},
@@ -265,9 +272,27 @@ def test_a_bad_gpu_count_is_rejected(count: object) -> None:
 
 
 @pytest.mark.category("bad_input")
+def test_an_unhashable_gpu_count_is_rejected() -> None:
+    """A gpu_count that cannot be hashed (a list) is rejected too, and the run goes on."""
+    _assert_rejected_alone({"gpu_count": [2]}, R.BAD_GPU_COUNT)
+
+
+@pytest.mark.category("bad_input")
 def test_a_gpu_type_with_no_price_is_rejected() -> None:
     """A record whose gpu_type has no price is rejected, and the run goes on."""
     _assert_rejected_alone({"gpu_type": "tpu-v5"}, R.UNKNOWN_GPU_TYPE)
+
+
+@pytest.mark.category("bad_input")
+def test_a_gpu_type_is_matched_to_its_price_exactly() -> None:
+    """A gpu_type is matched to prices exactly: "H100" or "h100 " has no price when "h100" does."""
+    for gpu_type in ("H100", "h100 ", " h100", "H100-SXM"):
+        try:
+            _assert_rejected_alone({"gpu_type": gpu_type}, R.UNKNOWN_GPU_TYPE)
+        except AssertionError as exc:
+            pytest.fail(f"a record of gpu_type {gpu_type!r}, with prices only for "
+                        f"{sorted(PRICES)}: {exc}; a gpu_type is a price's key as issued, "
+                        "with no change of case or spaces, so it is unknown_gpu_type")
 
 
 _SEVERAL: dict[str, tuple[list[UsageRecord], RejectReason]] = {
@@ -288,6 +313,16 @@ def test_a_record_with_several_faults_gets_the_first_reason(records: list[UsageR
     """A record with several faults is rejected once, with the first reason in the order."""
     run = run_of(records)
     assert reasons(run) == [("x", reason)], f"bill({records}) rejected {run.rejected}"
+
+
+@pytest.mark.category("edge_cases")
+def test_a_naive_and_an_aware_copy_of_one_wall_time_conflict() -> None:
+    """A naive copy and an aware copy of a record at the same wall time are different content."""
+    run = run_of([rec("x", P0.replace(tzinfo=None)), rec("x")])
+    assert reasons(run) == [("x", R.CONFLICTING_DUPLICATE)], (
+        f"copies of 'x' starting at {P0.replace(tzinfo=None)} (naive) and at {P0} (aware): "
+        f"rejected {run.rejected}; a naive timestamp has no instant, so it is not the aware "
+        "one's content: conflicting_duplicate")
 
 
 @pytest.mark.category("edge_cases")
@@ -320,6 +355,21 @@ def test_an_aware_datetime_subclass_is_billed() -> None:
         f"a record from {start!r} to {end!r} (aware, of a datetime subclass): rejected "
         f"{run.rejected}, billed {set(run.billed_ids)}; a datetime subclass is a datetime")
     assert total_of(run) == Decimal("7.20"), f"two hours billed {total_of(run)}, want 7.20"
+
+
+@pytest.mark.category("bad_input")
+def test_a_period_bound_of_a_datetime_subclass_is_a_datetime() -> None:
+    """A period bound of a datetime subclass (pandas' Timestamp) is a datetime: it is used."""
+    start, end = _Stamp(2026, 3, 1, tzinfo=UTC), _Stamp(2026, 4, 1, tzinfo=TOKYO)
+    try:
+        run = run_of([rec("a", -60, 60)], start=start, end=end)
+    except (TypeError, ValueError) as exc:
+        pytest.fail(f"bill with period {start!r} to {end!r} (aware, of a datetime subclass) "
+                    f"raised {type(exc).__name__}({exc}); a datetime subclass is a datetime")
+    got = only_line(run)
+    assert got is not None and got.gpu_seconds == 3600, (
+        f"a record from an hour before to an hour after that period's start billed {got}, "
+        f"rejected {run.rejected}; want its 3600 GPU-seconds inside")
 
 
 _EMPTY_VALUES: dict[str, tuple[dict[str, Any], RejectReason]] = {

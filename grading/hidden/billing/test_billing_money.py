@@ -95,6 +95,8 @@ _HUGE_AMOUNTS: dict[str, _Case] = {
                                             "123456789012345678901234567890.123456789", (P0, P1)),
     "10^40 + 1 GPUs at 1.8E-41 per hour": (10**40 + 1, timedelta(seconds=1), "1.8E-41",
                                            (P0, P1)),
+    "10^30 + 1 GPUs for four centuries at a 40-digit price E+50": (  # 128 digits: past 100
+        10**30 + 1, _LONG, "1234567890123456789012345678901234567891E+50", _CENTURIES),
 }
 
 

@@ -17,6 +17,7 @@ from billing_helpers import (
     SOME_PRICES,
     SOME_RUN,
     US,
+    a_billed_record,
     lines_of,
     model,
     reasons,
@@ -24,7 +25,6 @@ from billing_helpers import (
     run_of,
     runs,
     total_of,
-    utc,
 )
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -101,12 +101,11 @@ def test_splitting_a_billed_record_changes_no_invoice(records: list[UsageRecord]
                                                       cut: int) -> None:
     """Splitting a billed record at any instant into two new records changes no invoice."""
     run = bill(records, prices, P0, PH)
-    if not run.billed_ids:
+    picked = a_billed_record(run, records, which)
+    if picked is None:
         return
-    rid = sorted(run.billed_ids)[which % len(run.billed_ids)]
-    victim = next(r for r in records if r.record_id == rid)
-    start, end = utc(victim.start), utc(victim.end)
-    assert start is not None and end is not None, f"billed {victim} has a naive timestamp"
+    victim, start, end = picked
+    rid = victim.record_id
     at = start + (cut % ((end - start) // US + 1)) * US
     halves = [rec(f"{rid}-{i}", s, e, team=victim.team, gpu_type=victim.gpu_type,
                    gpu_count=victim.gpu_count) for i, (s, e) in enumerate([(start, at), (at, end)])]
@@ -206,12 +205,11 @@ def test_cutting_a_record_into_pieces_changes_no_invoice(
         seed: int) -> None:
     """A billed record cut into pieces with new ids, in any order, bills as the whole did."""
     run = bill(records, prices, P0, PH)
-    if not run.billed_ids:
+    picked = a_billed_record(run, records, seed)
+    if picked is None:
         return
-    rid = sorted(run.billed_ids)[seed % len(run.billed_ids)]
-    whole = next(r for r in records if r.record_id == rid)
-    start, end = utc(whole.start), utc(whole.end)
-    assert start is not None and end is not None, f"billed {whole} has a naive timestamp"
+    whole, start, end = picked
+    rid = whole.record_id
     length = (end - start) // US
     at = sorted({start, end} | {start + (c % (length + 1)) * US for c in cuts})
     pieces = [rec(f"{rid}/{i}", s, e, team=whole.team, gpu_type=whole.gpu_type,
