@@ -59,6 +59,9 @@ def test_replay_returns_the_original_201_response() -> None:
         assert again.json() == job, f"replay body {again.text}, expected the original {job}"
         assert again.headers.get("location") == first.headers.get("location")
         assert again.headers.get("idempotent-replayed") == "true", again.headers
+        ctype = again.headers.get("content-type", "")
+        assert ctype.startswith("application/json"), (
+            f"replay answered with content-type {ctype!r}, expected the stored application/json")
 
 
 @pytest.mark.points(2)
@@ -164,6 +167,23 @@ def test_a_replay_does_not_extend_the_key() -> None:
         assert r.status_code == 201 and r.json()["id"] != job["id"], (
             f"a key first used 24 h 1 min ago (replayed at 23 h) answered {r.status_code}"
             f" {r.text[:200]}; expected a new job")
+
+
+@pytest.mark.category("edge_cases")
+def test_a_key_used_again_after_expiry_is_kept_24_hours_from_that_use() -> None:
+    """A key used again after it expired starts its 24 hours anew: a retry then replays."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        api.create()
+        clock.t += DAY + 3600
+        second = api.submit(JOB | {"gpus": 2}, key="key-1")
+        assert second.status_code == 201, f"expired key answered {second.status_code} {second.text}"
+        clock.t += 60
+        retry = api.submit(JOB | {"gpus": 2}, key="key-1")
+        assert retry.status_code == 201 and retry.json()["id"] == second.json()["id"], (
+            f"a retry a minute after the key's new use answered {retry.status_code}"
+            f" {retry.text[:200]}; expected the replay of job {second.json()['id']}")
+        assert retry.headers.get("idempotent-replayed") == "true", retry.headers
 
 
 _BODY = st.fixed_dictionaries({
