@@ -8,9 +8,12 @@ a stored digest no longer matches, naming the command that recomputes them:
 
     python -m grading.signatures refresh [NAME...]
 
-The same file keeps what each check cost the reference (its median seconds over three full
-gradings, measured by `refresh` before the mutants are graded): the grader deals checks to its
-children by these, and bounds each check's time by them (`limits.bounded`).
+The same file keeps what each check cost the reference (its least seconds over three full
+gradings, measured by `refresh` before the mutants are graded, or alone by `costs`): the grader
+deals checks to its children by these, and bounds each check's time by them (`limits.bounded`).
+Load only ever adds time, so the least of three is the figure nearest the check's own cost; a
+refresh run beside other work still deals unevenly, and `costs` on an idle machine mends that
+without grading the mutants again.
 
 Standard library only (the grader's parent process imports this).
 """
@@ -19,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +31,7 @@ from typing import Any
 from grading import catalog, files, mutants, provenance
 
 STORE = Path(__file__).resolve().parent / "signatures"
-_COST_ROUNDS = 3  # full gradings of the reference whose median seconds per check are stored
+_COST_ROUNDS = 3  # full gradings of the reference whose least seconds per check are stored
 
 
 def digest(exercise: catalog.Exercise) -> str:
@@ -74,18 +76,26 @@ def is_current(exercise: catalog.Exercise) -> bool:
     return data.get("digest") == digest(exercise)
 
 
-def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
-    """Time the reference on every check, then grade every mutant of `exercise` in full (its
-    checks dealt by those times), and store both."""
+def measure(exercise: catalog.Exercise) -> dict[str, float]:
+    """The seconds each check of `exercise` costs the reference: the least of `_COST_ROUNDS`
+    full gradings, one at a time (the figures are for a grading alone)."""
     from grading import collect, sandbox  # not at the top: a plain grading skips this
 
     checks = collect.collect(exercise)
     seconds: dict[str, list[float]] = {}
-    for _ in range(_COST_ROUNDS):  # one at a time: the figures are for a grading alone
+    for _ in range(_COST_ROUNDS):
         for result in sandbox.grade(exercise, exercise.solution, checks):
             seconds.setdefault(result.check.id, []).append(result.duration)
-    measured = {cid: round(statistics.median(times), 3) for cid, times in sorted(seconds.items())}
-    checks = collect.with_costs(checks, measured)
+    return {cid: round(min(times), 3) for cid, times in sorted(seconds.items())}
+
+
+def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
+    """Time the reference on every check, then grade every mutant of `exercise` in full (its
+    checks dealt by those times), and store both."""
+    from grading import collect, sandbox
+
+    measured = measure(exercise)
+    checks = collect.with_costs(collect.collect(exercise), measured)
     all_mutants = mutants.of(exercise)
 
     def signature(mutant: mutants.Mutant) -> tuple[mutants.Mutant, list[str]]:
@@ -104,6 +114,19 @@ def refresh(exercise: catalog.Exercise, jobs: int = 2) -> Path:
             for m, fails in graded
         },
     }
+    return _write(exercise, data)
+
+
+def retime(exercise: catalog.Exercise) -> Path:
+    """Measure the costs of `exercise` again and store them beside its current signatures."""
+    data = stored(exercise)
+    if data is None or not is_current(exercise):
+        raise ValueError(f"the signatures of {exercise.name} are stale: refresh them instead")
+    data["costs"] = measure(exercise)
+    return _write(exercise, data)
+
+
+def _write(exercise: catalog.Exercise, data: dict[str, Any]) -> Path:
     STORE.mkdir(exist_ok=True)
     path = _path(exercise)
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -120,8 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m grading.signatures",
         description="Recompute the stored mutant signatures (grades every mutant in full) "
                     "and what each check costs the reference (three gradings of it).")
-    parser.add_argument("verb", choices=("refresh", "check"),
-                        help="refresh: recompute; check: say which stored ones are stale")
+    parser.add_argument("verb", choices=("refresh", "costs", "check"),
+                        help="refresh: recompute both; costs: time the reference again and "
+                             "keep the signatures (on an idle machine, after a refresh beside "
+                             "other work); check: say which stored ones are stale")
     parser.add_argument("names", nargs="*", metavar="NAME", help="exercises (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="mutants graded at once")
     args = parser.parse_intermixed_args(argv)
@@ -135,11 +160,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         for exercise in stale:
             print(f"stale: {exercise.name}")
         return 1 if stale else 0
+    if args.verb == "costs" and stale:
+        names = " ".join(e.name for e in stale)
+        print(f"signatures: stale, refresh them first: python -m grading.signatures refresh "
+              f"{names}", file=sys.stderr)
+        return 1
     for i, exercise in enumerate(chosen, 1):
-        count = len(exercise.mutants)
-        print(f"signatures: [{i}/{len(chosen)}] {exercise.name}: grading {count} mutants",
-              file=sys.stderr, flush=True)
-        path = refresh(exercise, max(1, args.jobs))
+        if args.verb == "costs":
+            print(f"signatures: [{i}/{len(chosen)}] {exercise.name}: timing the reference",
+                  file=sys.stderr, flush=True)
+            path = retime(exercise)
+        else:
+            count = len(exercise.mutants)
+            print(f"signatures: [{i}/{len(chosen)}] {exercise.name}: grading {count} mutants",
+                  file=sys.stderr, flush=True)
+            path = refresh(exercise, max(1, args.jobs))
         print(f"signatures: wrote {path.relative_to(catalog.ROOT)}", file=sys.stderr, flush=True)
     return 0
 

@@ -79,3 +79,15 @@ def test_a_submission_failing_a_bugs_checks_and_many_more_is_named_no_bug(
         half = set(rest[::2])
         named = [d.bug for d in diagnose.diagnose(exercise, fails | half, set(rest) - half)]
         assert bug not in named or not rest, f"{bug} named for a submission failing far more"
+
+
+def test_costs_are_retimed_only_over_current_signatures(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`costs` keeps the stored signatures, so it refuses stale ones and names the refresh."""
+    monkeypatch.setattr(signatures, "is_current", lambda exercise: False)
+    assert signatures.main(["costs", "token_bucket"]) == 1
+    assert "refresh them first: python -m grading.signatures refresh token_bucket" in (
+        capsys.readouterr().err)
+    with pytest.raises(ValueError, match="stale"):
+        signatures.retime(catalog.find("token_bucket"))
+    assert signatures.main(["costs", "no_such_kata"]) == 2
