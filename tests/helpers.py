@@ -47,6 +47,16 @@ def run_grader(args: Sequence[str], *, timeout: float = 300, cwd: Path = ROOT,
 
 
 @cache
+def edited_reference(tmp_path: Path, old: str, new: str, name: str = "submission.py",
+                     exercise: str = "token_bucket") -> Path:
+    """A submission: the reference of `exercise` with its first `old` replaced by `new`."""
+    reference = (ROOT / "solutions" / f"{exercise}.py").read_text(encoding="utf-8")
+    assert old in reference, f"the reference no longer contains {old!r}"
+    path = tmp_path / name
+    path.write_text(reference.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
 def checks_of(name: str) -> tuple[Check, ...]:
     exercise = catalog.Exercise(name)
     return tuple(collect.collect(exercise, costs=signatures.costs(exercise)))
