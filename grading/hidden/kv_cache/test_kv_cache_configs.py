@@ -230,6 +230,24 @@ def test_any_mapping_is_a_config() -> None:
         _shape_is(MappingProxyType(config), want, f"MappingProxyType({model})")
 
 
+@pytest.mark.category("edge_cases")
+def test_head_dim_from_hidden_size_is_exact_past_float_precision() -> None:
+    """hidden_size / num_attention_heads is exact integer arithmetic for any int: 2**60 + 2 over
+    2 heads is 2**59 + 1, and 2**60 + 1 does not divide (a float division says 2**59 for both)."""
+    base = {"num_hidden_layers": 1, "num_attention_heads": 2}
+    _shape_is({**base, "hidden_size": 2**60 + 2}, KVShape("mha", 1, 2, 2**59 + 1, 2),
+              "1 layer, 2 heads, hidden_size 2**60 + 2")
+    odd = {**base, "hidden_size": 2**60 + 1}
+    try:
+        got = kv_shape(odd)
+    except ValueError as err:
+        assert "hidden_size" in str(err), (  # noqa: PT017
+            f"kv_shape({odd}) raised {err!r}: the message should name 'hidden_size'")
+    else:
+        pytest.fail(f"kv_shape({odd}) returned {got}, expected ValueError naming hidden_size: "
+                    "2 heads do not divide an odd hidden_size")
+
+
 # Keys of neighbouring formats: each is honoured by some library, and none is named by the rules.
 
 
