@@ -193,9 +193,10 @@ def test_null_layer_types_are_no_layer_types() -> None:
 
 
 def test_only_gemma2_alternates_its_layers() -> None:
-    """Local and global layers alternate for "model_type": "gemma2" only: any other model_type
-    with a sliding_window and no layer_types (gemma3_text, gemma) slides every layer."""
-    for model_type in ("gemma3_text", "gemma", "gemma2_text"):
+    """Local and global layers alternate for "model_type": "gemma2" only, spelled exactly: any
+    other model_type with a sliding_window and no layer_types (gemma3_text, gemma, Gemma2)
+    slides every layer."""
+    for model_type in ("gemma3_text", "gemma", "gemma2_text", "Gemma2", "gemma2 "):
         config = {"model_type": model_type, "num_hidden_layers": 6, "num_attention_heads": 8,
                   "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 1024}
         _shape_is(config, KVShape("gqa", 6, 4, 256, 2, 6, 1024),
