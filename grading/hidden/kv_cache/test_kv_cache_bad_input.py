@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -160,6 +161,45 @@ def test_a_config_that_is_not_a_mapping_raises() -> None:
     for bad in ([("num_hidden_layers", 32)], '{"num_hidden_layers": 32}', None, 32):
         with pytest.raises((TypeError, ValueError)):
             kv_shape(bad)
+
+
+def test_the_json_text_of_a_config_is_refused_not_parsed() -> None:
+    """The JSON text of a published config (a str, or bytes as read from the file) is not a
+    mapping: TypeError or ValueError (either is accepted), never parsed into a shape."""
+    text = json.dumps(LLAMA_31_8B)
+    config: Any
+    for kind, config in [("str", text), ("bytes", text.encode())]:
+        try:
+            got = kv_shape(config)
+        except (TypeError, ValueError):
+            continue
+        pytest.fail(f"kv_shape(json.dumps(Llama-3.1-8B) as {kind}) returned {got}, expected "
+                    "TypeError or ValueError: kv_shape takes the parsed config, not its text")
+
+
+def test_gpt2_field_names_do_not_stand_in_for_missing_fields() -> None:
+    """GPT-2's n_layer, n_head and n_embd are keys the rules do not name: a config missing
+    num_hidden_layers, num_attention_heads or hidden_size raises ValueError naming it, whatever
+    GPT-2-style key stands beside."""
+    for field, alias, value in [("num_hidden_layers", "n_layer", 32),
+                                ("num_attention_heads", "n_head", 32),
+                                ("hidden_size", "n_embd", 4096)]:
+        config = {**_without(LLAMA_31_8B, field), alias: value}
+        _refused(config, field, f"Llama-3.1-8B without {field} and with {alias}={value}")
+
+
+def test_a_used_window_that_is_not_a_positive_int_raises_on_every_path() -> None:
+    """A sliding_window that some layer uses must be a positive int whichever rule slides the
+    layers: every layer (Mistral), every other one (gemma2) or layer_types; 4096.0, true,
+    "4096" and 0 raise ValueError naming sliding_window."""
+    kinds = ["sliding_attention", "full_attention"]
+    paths = [("Mistral-7B-v0.1", MISTRAL_7B_V01), ("Gemma-2-27B", GEMMA2_27B),
+             (f"Llama-3.1-8B cut to 2 layers with layer_types {kinds}",
+              {**LLAMA_31_8B, "num_hidden_layers": 2, "layer_types": kinds})]
+    for what, config in paths:
+        for bad in (4096.0, True, "4096", 0):
+            _refused({**config, "sliding_window": bad}, "sliding_window",
+                     f"{what} with sliding_window={bad!r}")
 
 
 def test_an_unknown_dtype_is_refused_everywhere() -> None:

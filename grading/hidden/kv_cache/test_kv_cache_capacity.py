@@ -101,6 +101,14 @@ def test_reserve_is_a_fraction_of_each_gpu() -> None:
     _fits(LLAMA_70B, 96, why, gpu_memory=80 * GiB, tp=2, context=4096, reserve=0.25)
 
 
+def test_the_reserve_is_a_share_of_the_whole_gpu_not_of_what_the_weights_leave() -> None:
+    """On one GPU, the reserve is a fraction of its whole memory, taken before the weights: not
+    a fraction of what the weights leave."""
+    why = "80 GiB - 20 GiB reserve - 40 GiB weights = 20 GiB; 20 / 1.25 (not 30 GiB: 3/4 of 40)"
+    _fits(LLAMA_70B, 16, why, gpu_memory=80 * GiB, weights=40 * GiB, tp=1, context=4096,
+          reserve=0.25)
+
+
 @pytest.mark.points(2)
 def test_fp8_cache_holds_twice_the_tokens_of_bf16() -> None:
     """dtype sets the bytes per element: fp8 holds twice what bf16 does, fp32 half."""
@@ -196,6 +204,19 @@ def test_the_reserve_is_the_fraction_as_written() -> None:
     assert got in (22, 23), (
         f"{_call(TINY, **kw)} returned {got}, expected 23 (a reserve of 7 bytes: 92 // 4) or 22 "
         f"(8 bytes, as 100 * 0.07 is 7.000000000000001 in floating point: 91 // 4)")
+
+
+@edge
+def test_a_reserve_of_many_digits_is_not_snapped_to_a_simple_fraction() -> None:
+    """The reserve is the number as written, every digit of it: 0.3333333 is not a third,
+    0.1428571 not a seventh, 0.9999999 not 1 (both accepted readings of rule 12 agree here)."""
+    byte = KVShape("mla", 1, 1, 1, 1)  # one byte a sequence in fp8 with one-token blocks
+    for reserve, kept in [(0.3333333, 28_633_112_444), (0.1428571, 12_271_331_451),
+                          (0.9999999, 85_899_337_331)]:
+        left = 80 * GiB - kept
+        _fits(byte, left, f"80 GiB - ceil({reserve} x 80 GiB) = 80 GiB - {kept:,} = {left:,} "
+              "bytes, each a one-byte sequence", gpu_memory=80 * GiB, context=1, block_tokens=1,
+              dtype="fp8", reserve=reserve)
 
 
 @edge

@@ -193,9 +193,10 @@ def test_null_layer_types_are_no_layer_types() -> None:
 
 
 def test_only_gemma2_alternates_its_layers() -> None:
-    """Local and global layers alternate for "model_type": "gemma2" only: any other model_type
-    with a sliding_window and no layer_types (gemma3_text, gemma) slides every layer."""
-    for model_type in ("gemma3_text", "gemma", "gemma2_text"):
+    """Local and global layers alternate for "model_type": "gemma2" only, spelled exactly: any
+    other model_type with a sliding_window and no layer_types (gemma3_text, gemma, Gemma2)
+    slides every layer."""
+    for model_type in ("gemma3_text", "gemma", "gemma2_text", "Gemma2", "gemma2 "):
         config = {"model_type": model_type, "num_hidden_layers": 6, "num_attention_heads": 8,
                   "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 1024}
         _shape_is(config, KVShape("gqa", 6, 4, 256, 2, 6, 1024),
@@ -228,6 +229,24 @@ def test_any_mapping_is_a_config() -> None:
     for model in ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-2-27B"):
         config, want, _ = REAL[model]
         _shape_is(MappingProxyType(config), want, f"MappingProxyType({model})")
+
+
+@pytest.mark.category("edge_cases")
+def test_head_dim_from_hidden_size_is_exact_past_float_precision() -> None:
+    """hidden_size / num_attention_heads is exact integer arithmetic for any int: 2**60 + 2 over
+    2 heads is 2**59 + 1, and 2**60 + 1 does not divide (a float division says 2**59 for both)."""
+    base = {"num_hidden_layers": 1, "num_attention_heads": 2}
+    _shape_is({**base, "hidden_size": 2**60 + 2}, KVShape("mha", 1, 2, 2**59 + 1, 2),
+              "1 layer, 2 heads, hidden_size 2**60 + 2")
+    odd = {**base, "hidden_size": 2**60 + 1}
+    try:
+        got = kv_shape(odd)
+    except ValueError as err:
+        assert "hidden_size" in str(err), (  # noqa: PT017
+            f"kv_shape({odd}) raised {err!r}: the message should name 'hidden_size'")
+    else:
+        pytest.fail(f"kv_shape({odd}) returned {got}, expected ValueError naming hidden_size: "
+                    "2 heads do not divide an odd hidden_size")
 
 
 # Keys of neighbouring formats: each is honoured by some library, and none is named by the rules.
