@@ -16,6 +16,7 @@ from micro_batcher import MicroBatcher
 from micro_batcher_helpers import (
     LONG,
     Rig,
+    SpawnTally,
     W,
     anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
     expect_returned,
@@ -317,25 +318,11 @@ async def test_a_window_whose_items_were_all_withdrawn_sends_nothing() -> None:
         f"max_wait=1.0: dispatched {rig.calls}, expected only [(3.25, [2])] (no empty batch)"
 
 
-class _Spawned(trio.abc.Instrument):
-    """Counts the tasks spawned in a trio run; past `budget` it cancels `scope`, so that a
-    batcher that spawns a task per slot is stopped at twice what would pass."""
-
-    def __init__(self, budget: float) -> None:
-        self.count, self.budget = 0, budget
-        self.scope: trio.CancelScope | None = None
-
-    def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        self.count += 1
-        if self.count > self.budget and self.scope is not None:
-            self.scope.cancel()
-
-
 def _tasks_spawned(limit: int, budget: float = math.inf) -> int:
     """Tasks spawned while 4 callers go through a batcher of max_batch_size=2 whose process
     takes 1 s, with `limit` slots (two batches, so two slots are all any limit >= 2 can use)."""
     rig = Rig(size=2, wait=LONG, concurrent=limit, duration=1.0)
-    spawned = _Spawned(budget)
+    spawned = SpawnTally(budget)
 
     async def main() -> None:
         trio.lowlevel.add_instrument(spawned)
