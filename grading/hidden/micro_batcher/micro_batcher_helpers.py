@@ -107,6 +107,35 @@ class _Spin(trio.abc.Instrument):
             self.scope.cancel()
 
 
+class _Tally(trio.abc.Instrument):
+    """Counts one kind of trio event; past `budget` it cancels `scope`, so that a wrong answer
+    far over a check's limit is stopped at twice what would pass, not left to run into the
+    check's time limit."""
+
+    def __init__(self, budget: float = math.inf) -> None:
+        self.count, self.budget = 0, budget
+        self.scope: trio.CancelScope | None = None
+
+    def tick(self) -> None:
+        self.count += 1
+        if self.count > self.budget and self.scope is not None:
+            self.scope.cancel()
+
+
+class StepTally(_Tally):
+    """Counts task steps (each resumption of a task)."""
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.tick()
+
+
+class SpawnTally(_Tally):
+    """Counts the tasks spawned."""
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.tick()
+
+
 @contextmanager
 def stuck_guard(horizon: float = 3600.0, real: float = REAL_HORIZON) -> Iterator[anyio.CancelScope]:
     """A scope that fails the check, instead of letting it run into its time limit, when the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+from collections.abc import Generator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -141,3 +142,31 @@ async def test_any_callable_returning_an_awaitable_is_a_valid_process(
                                  f"a valid process") from exc
         assert got == 42, f"with process = {kind} doubling its items, submit(21) returned " \
                           f"{got!r}, expected 42"
+
+
+class _Awaitable:
+    """An awaitable that is no coroutine, as an asyncio Future or a framework's handle is."""
+
+    def __init__(self, items: list[int]) -> None:
+        self.items = items
+
+    def __await__(self) -> Generator[Any, None, list[int]]:
+        return _double(self.items).__await__()
+
+
+@pytest.mark.anyio
+async def test_a_process_may_return_any_awaitable_not_only_a_coroutine(
+        anyio_backend_name: str) -> None:
+    """A process may return any awaitable, not only a coroutine: an object with __await__."""
+    batcher: MicroBatcher[int, int] = MicroBatcher(_Awaitable, max_batch_size=1, max_wait=LONG)
+    got: object = "no result (it hung)"
+    try:
+        with stuck_guard():
+            async with batcher:
+                got = await batcher.submit(21)
+    except Exception as exc:
+        raise AssertionError(f"process returned an awaitable that is no coroutine (an object "
+                             f"with __await__, as an asyncio Future is), and submit(21) raised "
+                             f"{exc!r}: await whatever process returns") from exc
+    assert got == 42, f"process returned an object with __await__ that doubles its items: " \
+                      f"submit(21) returned {got!r}, expected 42 (await what process returns)"

@@ -16,6 +16,7 @@ from micro_batcher import MicroBatcher
 from micro_batcher_helpers import (
     LONG,
     Rig,
+    SpawnTally,
     W,
     anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
     expect_returned,
@@ -149,6 +150,67 @@ async def test_equal_items_are_withdrawn_by_their_own_caller(anyio_backend_name:
     expect_returned("the first caller's submit(5)", got.get("first"), 50)
 
 
+class _Elementwise:
+    """What `==` on two arrays returns: a value with no truth value (numpy raises ValueError)."""
+
+    def __bool__(self) -> bool:
+        raise ValueError("the truth value of an array with more than one element is ambiguous")
+
+
+class _Vector:
+    """An item that behaves like a numpy array or a tensor: `==` is elementwise, no hash."""
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as numpy arrays are
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> _Elementwise:  # type: ignore[override]
+        return _Elementwise()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+async def test_an_item_like_an_array_is_withdrawn_by_its_own_caller(
+        anyio_backend_name: str) -> None:
+    """A cancelled caller withdraws its own item also when items compare elementwise, as numpy
+    arrays and tensors do: it is never processed."""
+    calls: list[list[str]] = []
+    got: dict[str, object] = {}
+
+    async def process(items: list[_Vector]) -> list[str]:
+        calls.append([item.name for item in items])
+        return [item.name.lower() for item in items]
+
+    async def call(item: _Vector, scope: anyio.CancelScope) -> None:
+        with scope:
+            try:
+                got[item.name] = await batcher.submit(item)
+            except Exception as exc:
+                got[item.name] = exc
+
+    batcher: MicroBatcher[_Vector, str] = MicroBatcher(process, max_batch_size=3, max_wait=LONG)
+    scopes = {name: anyio.CancelScope() for name in "ABCD"}
+    with stuck_guard():
+        async with anyio.create_task_group() as tg:
+            async with batcher:
+                for name in "ABCD":
+                    tg.start_soon(call, _Vector(name), scopes[name])
+                    await quiesce()
+                    if name == "B":
+                        scopes["B"].cancel()
+                        await quiesce()
+            await quiesce()
+            tg.cancel_scope.cancel()
+    assert calls == [["A", "C", "D"]], \
+        f"items A, B, C, D like numpy arrays (== is elementwise and has no truth value), " \
+        f"max_batch_size=3, B's caller cancelled before C arrived: process got {calls}, " \
+        f"expected [['A', 'C', 'D']]; find the caller's own entry by identity, never by =="
+    assert got == {"A": "a", "C": "c", "D": "d"}, \
+        f"the callers ended with {got}, expected A, C and D to get a, c and d (B cancelled)"
+
+
 @pytest.mark.points(3)
 async def test_a_caller_cancelled_after_dispatch_does_not_disturb_the_others(
         anyio_backend_name: str) -> None:
@@ -256,25 +318,11 @@ async def test_a_window_whose_items_were_all_withdrawn_sends_nothing() -> None:
         f"max_wait=1.0: dispatched {rig.calls}, expected only [(3.25, [2])] (no empty batch)"
 
 
-class _Spawned(trio.abc.Instrument):
-    """Counts the tasks spawned in a trio run; past `budget` it cancels `scope`, so that a
-    batcher that spawns a task per slot is stopped at twice what would pass."""
-
-    def __init__(self, budget: float) -> None:
-        self.count, self.budget = 0, budget
-        self.scope: trio.CancelScope | None = None
-
-    def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        self.count += 1
-        if self.count > self.budget and self.scope is not None:
-            self.scope.cancel()
-
-
 def _tasks_spawned(limit: int, budget: float = math.inf) -> int:
     """Tasks spawned while 4 callers go through a batcher of max_batch_size=2 whose process
     takes 1 s, with `limit` slots (two batches, so two slots are all any limit >= 2 can use)."""
     rig = Rig(size=2, wait=LONG, concurrent=limit, duration=1.0)
-    spawned = _Spawned(budget)
+    spawned = SpawnTally(budget)
 
     async def main() -> None:
         trio.lowlevel.add_instrument(spawned)

@@ -12,6 +12,8 @@ from micro_batcher_helpers import (
     W,
     anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
     leaves,
+    noop,
+    on_trio,
     quiesce,
     stuck_guard,
     trio_only,
@@ -98,6 +100,56 @@ async def test_entering_twice_raises_runtime_error(anyio_backend_name: str) -> N
     with pytest.raises(RuntimeError):
         async with rig.batcher:
             pass
+
+
+async def test_async_with_gives_the_batcher_itself(anyio_backend_name: str) -> None:
+    """`async with batcher as b` binds b to the batcher itself (__aenter__ returns self)."""
+    batcher: MicroBatcher[int, int] = MicroBatcher(noop, max_batch_size=1, max_wait=LONG)
+    with stuck_guard():
+        async with batcher as entered:
+            assert entered is batcher, \
+                f"`async with MicroBatcher(...) as b` bound b to {entered!r}, expected the " \
+                f"batcher itself (the statement's usage: `async with ... as batcher`)"
+            got = await entered.submit(21)
+    assert got == 21, f"submit(21) through `async with ... as b` returned {got!r}, expected 21"
+
+
+@pytest.mark.points(1)
+async def test_a_refused_second_entry_leaves_the_batcher_as_it_was(
+        anyio_backend_name: str) -> None:
+    """A refused second entry changes nothing: a pending item still gets its result, and once
+    the block is left, submit still raises RuntimeError."""
+    rig = Rig(size=2, wait=LONG)
+    refused: list[BaseException | None] = []
+
+    async def enter_again() -> None:
+        try:
+            async with rig.batcher:
+                refused.append(None)
+        except RuntimeError as exc:
+            refused.append(exc)
+
+    async with rig.open() as tg:
+        await rig.submit(tg, 0)  # pending: the window is long, the batch not full
+        await enter_again()
+    assert refused[:1] != [None], "entering the batcher a second time while open was accepted"
+    assert rig.outcomes.get(0) == ("returned", 0), \
+        f"submit(0) was pending when a second entry was refused, and ended with " \
+        f"{rig.outcomes.get(0)}, expected 0 from the exit flush: a refused entry must not " \
+        f"touch the open batcher (its queue, its state)"
+    await enter_again()
+    outcome: object = "was accepted and waited for a result"
+    with anyio.move_on_after(0.25 if not on_trio() else 60):  # the right answer raises at once
+        try:
+            await rig.batcher.submit(1)
+            outcome = "returned"
+        except RuntimeError:
+            return
+        except Exception as exc:
+            outcome = f"raised {exc!r}"
+    raise AssertionError(f"after the block was left and a second entry refused, submit(1) "
+                         f"{outcome}, expected RuntimeError: a refused entry must not reopen "
+                         f"the batcher")
 
 
 async def test_submit_outside_the_block_raises_runtime_error(anyio_backend_name: str) -> None:

@@ -14,6 +14,7 @@ from micro_batcher import MicroBatcher
 from micro_batcher_helpers import (
     LONG,
     Rig,
+    StepTally,
     anyio_backend,  # noqa: F401 (a fixture: trio on a virtual clock, and asyncio)
     trio_only,
 )
@@ -37,20 +38,6 @@ async def _checkpoint(_: int) -> None:
     await anyio.lowlevel.checkpoint()
 
 
-class _Steps(trio.abc.Instrument):
-    """Counts task steps; past `budget` it cancels the run, so a wrong answer that takes far
-    too many steps is stopped at twice what would pass, not left to run into the time limit."""
-
-    def __init__(self, budget: float) -> None:
-        self.count, self.budget = 0, budget
-        self.scope: trio.CancelScope | None = None
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self.count += 1
-        if self.count > self.budget and self.scope is not None:
-            self.scope.cancel()
-
-
 def _scheduler_steps(n: int, batched: bool, size: int = 64, wait: float = LONG,
                      budget: float = math.inf) -> int:
     async def process(items: list[int]) -> list[int]:
@@ -65,7 +52,7 @@ def _scheduler_steps(n: int, batched: bool, size: int = 64, wait: float = LONG,
                 for i in range(n):
                     tg.start_soon(batcher.submit if batched else _checkpoint, i)
 
-    steps = _Steps(budget)
+    steps = StepTally(budget)
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     return steps.count
 

@@ -19,6 +19,7 @@ from micro_batcher_helpers import (
     quiesce,
     raising,
     stuck_guard,
+    trio_only,
 )
 
 pytestmark = pytest.mark.anyio
@@ -32,6 +33,38 @@ async def test_results_go_back_in_acceptance_order(anyio_backend_name: str) -> N
     assert rig.batches() == [[7, 3, 9, 1]], f"process got {rig.batches()}, expected [[7, 3, 9, 1]]"
     got = {i: rig.outcomes[i][1] for i in (7, 3, 9, 1)}
     assert got == {7: 100, 3: 101, 9: 102, 1: 103}, f"callers got {got} from [100, 101, 102, 103]"
+
+
+@trio_only
+@pytest.mark.points(2)
+async def test_callers_started_together_are_accepted_in_the_order_of_their_calls() -> None:
+    """Callers whose tasks start together are accepted in the order they call submit, even
+    when the scheduler runs them in another order later."""
+    calls: list[list[int]] = []
+
+    async def process(items: list[int]) -> list[int]:
+        calls.append(list(items))
+        return items
+
+    async def call(order: list[int], item: int) -> None:
+        order.append(item)  # the order of the submit calls (trio may run tasks in any order)
+        await batcher.submit(item)
+
+    batcher: MicroBatcher[int, int] = MicroBatcher(process, max_batch_size=8, max_wait=LONG)
+    orders: list[list[int]] = []
+    with stuck_guard():
+        async with anyio.create_task_group() as tg, batcher:
+            for round_ in range(64):  # trio reverses a batch of ready tasks at random
+                orders.append([])
+                for item in range(8 * round_, 8 * round_ + 8):
+                    tg.start_soon(call, orders[-1], item)
+                await quiesce()
+    for order, got in zip(orders, calls, strict=False):
+        assert got == order, \
+            f"8 callers started together called submit in the order {order}, and process got " \
+            f"{got}: the items must be accepted in the order of the submit calls (accept the " \
+            f"item before submit first yields, not after a checkpoint)"
+    assert len(calls) == len(orders), f"64 full batches of 8 submitted, {len(calls)} dispatched"
 
 
 @pytest.mark.points(3)
@@ -153,19 +186,31 @@ async def test_batch_error_names_both_counts(anyio_backend_name: str) -> None:
         f"message {message!r} should name 7 (expected) and 4 (received)"
 
 
+async def _expect_seven(size: int) -> None:
+    """process returns 4 results for 7 items (max_batch_size `size`, sent at exit when it is
+    more than 7): any number the BatchError labels "expected" must be 7."""
+    rig = Rig(size=size, wait=LONG, results=lambda items: [0] * 4)
+    await rig.run([(0.0, list(range(7)))], leave_early=True)
+    message = str(rig.outcomes[0][1])
+    labelled = re.findall(r"\bexpected\s*[:=]?\s*(\d+)\b(?!\s*results?\s+per\b)",
+                          message, re.IGNORECASE)
+    assert all(number == "7" for number in labelled), \
+        f"process returned 4 results for a batch of 7 (max_batch_size={size}): the " \
+        f"message {message!r} says expected {', '.join(labelled)}, but 7 results were " \
+        f"expected (one per item sent) and 4 received"
+
+
 async def test_batch_error_labels_the_expected_count_right(anyio_backend_name: str) -> None:
-    """A BatchError message that labels a number "expected" gives the size of the batch sent
-    there (not max_batch_size)."""
-    for size in (7, 10):  # a full batch of 7, and 7 items sent before a batch of 10 filled
-        rig = Rig(size=size, wait=LONG, results=lambda items: [0] * 4)
-        await rig.run([(0.0, list(range(7)))], leave_early=True)
-        message = str(rig.outcomes[0][1])
-        labelled = re.findall(r"\bexpected\s*[:=]?\s*(\d+)\b(?!\s*results?\s+per\b)",
-                              message, re.IGNORECASE)
-        assert all(number == "7" for number in labelled), \
-            f"process returned 4 results for a batch of 7 (max_batch_size={size}): the " \
-            f"message {message!r} says expected {', '.join(labelled)}, but 7 results were " \
-            f"expected (one per item sent) and 4 received"
+    """A BatchError message that labels a number "expected" gives the number of items sent,
+    not the number of results received."""
+    await _expect_seven(7)  # a full batch: max_batch_size is the same number
+
+
+async def test_batch_error_expects_the_batch_sent_not_max_batch_size(
+        anyio_backend_name: str) -> None:
+    """A BatchError for a batch sent before it filled labels as "expected" the items sent,
+    not max_batch_size."""
+    await _expect_seven(10)  # 7 items sent at exit, before a batch of 10 filled
 
 
 @pytest.mark.points(2)
