@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from kata_measure import times
 from mig_packing import plan
 from mig_packing_helpers import check_plan, fleet_requests, growth
 
@@ -115,3 +116,32 @@ def test_plan_time_stays_linear_when_3g_fill_left_halves_too() -> None:
         f"plan on {large} GPUs of two 3g each took {ratio:.0f}x the time of {_HALVES_SMALL}: "
         f"expected about {_HALVES_GROWTH}x; work that grows with the fleet for each 3g (such as "
         "a scan from the first GPU for a free left half) makes it quadratic")
+
+
+# One 1g.20gb a GPU: 4,000 -> 256,000 GPUs, each 1g.20gb at slice 6, the only start where it
+# costs one 1-slice place. Linear work takes 64x to about 140x (the large lists outgrow the
+# caches); handing out the slices 6-7 quarters from the front of a list (list.pop(0)) is
+# quadratic in the 1g.20gb count and takes well over 1,000x.
+_SHORT_SMALL, _SHORT_GROWTH, _SHORT_LIMIT = 4_000, 64, 400.0
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(300)
+@pytest.mark.points(2)
+def test_plan_time_stays_linear_on_a_fleet_of_2_slice_1g() -> None:
+    """plan for 256,000 GPUs of one 1g.20gb each takes about 64x the time of 4,000, not more."""
+    model, large = "A100-80GB", _SHORT_SMALL * _SHORT_GROWTH
+    many = {"1g.20gb": large}
+    # Checked at the small size only: the large call is made under a budget, in growth().
+    few = {"1g.20gb": _SHORT_SMALL}
+    got = plan(few, _SHORT_SMALL, model)
+    assert got is not None, f"plan({few}, {_SHORT_SMALL}) returned None; one 1g.20gb fits a GPU"
+    check_plan(got, few, _SHORT_SMALL, model)
+
+    ratio = growth(lambda: plan(few, _SHORT_SMALL, model), lambda: plan(many, large, model),
+                   _SHORT_LIMIT)
+    assert ratio < _SHORT_LIMIT, (
+        f"plan on {large} GPUs of one 1g.20gb each took {times(ratio, _SHORT_LIMIT)} the time of "
+        f"{_SHORT_SMALL}: expected about {_SHORT_GROWTH}x; work that grows with the fleet for "
+        "each 1g.20gb (such as taking the next free slices 6-7 from the front of a list with "
+        "list.pop(0)) makes it quadratic")
