@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import enum
+import types
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -275,3 +279,108 @@ def test_requests_that_are_not_a_mapping_raise_type_error() -> None:
     for bad in ([("3g.40gb", 1)], (("1g.10gb", 2),), {"7g.80gb"}):
         with pytest.raises(TypeError):
             plan(bad, 1, "A100-80GB")
+
+
+@pytest.mark.points(1)
+def test_requests_of_none_or_an_empty_sequence_raise_type_error() -> None:
+    """requests of None, an empty list or an empty str is not a mapping: it raises TypeError
+    rather than being read as "nothing requested"."""
+    bad: Any
+    for bad in (None, [], "", ()):
+        for gpus in (2, 0):
+            try:
+                got = plan(bad, gpus, "A100-80GB")
+            except TypeError:
+                continue
+            pytest.fail(f"plan({bad!r}, {gpus}, 'A100-80GB') returned {got!r}: expected "
+                        "TypeError, requests must be a mapping (an empty one is {})")
+
+
+@pytest.mark.points(1)
+def test_a_whole_count_of_another_number_type_raises_type_error() -> None:
+    """A count or gpus that is a whole number of another type (Decimal(2), Fraction(2)) is not
+    an int: it raises TypeError, as 2.0 does."""
+    bad: Any
+    for bad in (Decimal(2), Fraction(2)):
+        for requests, gpus in [({"3g.40gb": bad}, 1), ({"1g.10gb": bad, "7g.80gb": 1}, 2),
+                               ({"3g.40gb": 2}, bad)]:
+            try:
+                got = plan(requests, gpus, "A100-80GB")
+            except TypeError:
+                continue
+            pytest.fail(f"plan({requests}, {gpus!r}, 'A100-80GB') returned {got!r}: expected "
+                        f"TypeError, {bad!r} is not an int")
+
+
+@pytest.mark.points(1)
+def test_a_record_with_an_instances_fields_is_not_released() -> None:
+    """release of a record that only has an Instance's fields (a namedtuple, a SimpleNamespace)
+    raises TypeError or ValueError (either is accepted) and frees nothing: it is not an
+    Instance, so it is not equal to the held one."""
+    record = collections.namedtuple("record", "profile start end")
+    gpu = Gpu("A100-80GB")
+    held = gpu.place("3g.40gb", 0)
+    bad: Any
+    for bad in (record("3g.40gb", 0, 4), types.SimpleNamespace(profile="3g.40gb", start=0, end=4)):
+        try:
+            gpu.release(bad)
+        except (TypeError, ValueError):
+            pass
+        else:
+            pytest.fail(f"release({bad!r}) returned on a GPU holding {held!r}: expected TypeError "
+                        "or ValueError, only an Instance equal to the held one releases it")
+        assert gpu.instances() == [held], (
+            f"instances() after release({bad!r}) is {gpu.instances()!r}, expected [{held!r}]")
+
+
+def test_a_model_name_with_surrounding_whitespace_is_unknown() -> None:
+    """A model name with surrounding whitespace ("A100-80GB\\n", as nvidia-smi prints it, or
+    " H100-80GB") is not a model of the table: ValueError, in Gpu and in plan."""
+    for name in ("A100-80GB\n", " H100-80GB", "A100-40GB "):
+        try:
+            got: object = Gpu(name)
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"Gpu({name!r}) returned a GPU of model {getattr(got, 'model', '?')!r}: "
+                        "expected ValueError, the model must be a name of the table exactly")
+        try:
+            got = plan({"1g.10gb": 1}, 1, name)
+        except ValueError:
+            continue
+        pytest.fail(f"plan({{'1g.10gb': 1}}, 1, {name!r}) returned {got!r}: expected ValueError, "
+                    "the model must be a name of the table exactly")
+
+
+def _place_refused(gpu: Gpu, profile: Any, start: Any, errors: tuple[type[Exception], ...],
+                   state: str) -> None:
+    held = gpu.instances()
+    try:
+        got = gpu.place(profile) if start is None else gpu.place(profile, start)
+    except errors:
+        pass
+    else:
+        call = f"place({profile!r})" if start is None else f"place({profile!r}, {start!r})"
+        want = " or ".join(e.__name__ for e in errors)
+        pytest.fail(f"{call} on a GPU {state} returned {got!r}: expected {want}; a bad argument "
+                    "is an error however full the GPU is")
+    assert gpu.instances() == held, f"a refused place changed instances() to {gpu.instances()!r}"
+
+
+@pytest.mark.points(1)
+def test_place_on_a_full_gpu_still_checks_its_arguments() -> None:
+    """place on a GPU with no room (a 7g held, or every start of the profile taken) still
+    raises for an unknown or another model's profile, a start off the table or one that is not
+    an int."""
+    full = Gpu("A100-80GB")
+    full.place("7g.80gb")
+    no_3g = Gpu("A100-80GB")
+    no_3g.place("3g.40gb", 0)
+    no_3g.place("1g.10gb", 4)
+    for gpu, state in [(full, "holding a 7g"), (no_3g, "with no free 3g.40gb start")]:
+        _place_refused(gpu, "1g.5gb", None, (ValueError,), state)
+        _place_refused(gpu, "9g.90gb", None, (ValueError,), state)
+        _place_refused(gpu, "3g.40gb", 2, (ValueError,), state)
+        _place_refused(gpu, "3g.40gb", True, (TypeError,), state)
+        _place_refused(gpu, "3g.40gb", 4.0, (TypeError,), state)
+        _place_refused(gpu, None, None, (TypeError, ValueError), state)

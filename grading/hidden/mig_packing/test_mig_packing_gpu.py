@@ -37,6 +37,19 @@ def test_a_first_1g_leaves_room_for_the_4g(model: str) -> None:
     assert four == Instance("4g.40gb", 0, 4), f"place('4g.40gb') after a 1g returned {four!r}"
 
 
+@pytest.mark.points(1)
+def test_rule_4_counts_placements_not_profiles() -> None:
+    """Beside a 1g at slice 0, a 1g.20gb goes at 6, closing 3 free placements, not at 2, which
+    closes 4: rule 4 counts placements, even where the fewer closes a profile's last one."""
+    gpu = Gpu("A100-80GB")
+    gpu.place("1g.10gb", 0)
+    got = gpu.place("1g.20gb")
+    assert got == Instance("1g.20gb", 6, 8), (
+        f"place('1g.20gb') beside a 1g at slice 0 returned {got!r}, expected start 6: at 6 it "
+        "closes 3 free placements (1g@6, 1g.20gb@6, 3g@4), at 2 it closes 4 (1g@2, 1g@3, "
+        "1g.20gb@2, 2g@2); that 6 also closes the last 3g placement does not count")
+
+
 @pytest.mark.points(2)
 def test_two_3g_leave_no_room_for_a_1g() -> None:
     """Two 3g.40gb use 6 of 7 compute slices but all 8 memory slices: nothing else fits."""

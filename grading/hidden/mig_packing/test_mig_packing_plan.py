@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import UserDict
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 from hypothesis import Phase, example, given, settings
@@ -119,6 +121,39 @@ def test_plan_takes_any_mapping_of_requests() -> None:
                             "accepted, and only its Mapping methods may be used")
             assert got is not None, f"plan({view!r}, 2) returned None; it fits"
             check_plan(got, requests, 2, "A100-80GB")
+
+
+@pytest.mark.points(1)
+def test_plan_takes_mappings_that_are_not_dicts() -> None:
+    """requests need not be a dict: a read-only MappingProxyType or a UserDict plans as the
+    dict it holds."""
+    requests = {"3g.40gb": 2, "2g.20gb": 4}
+    views: list[Mapping[str, int]] = [MappingProxyType(requests), UserDict(requests)]
+    for view in views:
+        try:
+            got = plan(view, 2, "A100-80GB")
+        except TypeError as err:
+            pytest.fail(f"plan({view!r}, 2, 'A100-80GB') raised {err!r}: any Mapping is "
+                        "accepted, not only a dict")
+        assert got is not None, f"plan({view!r}, 2) returned None; it fits"
+        check_plan(got, requests, 2, "A100-80GB")
+
+
+@pytest.mark.category("bad_input")
+@pytest.mark.points(1)
+def test_zero_gpus_still_check_every_request() -> None:
+    """With zero GPUs a request is checked as with one: an unknown name, a negative count or a
+    count that is not an int raises, rather than being answered None."""
+    cases: list[tuple[dict[str, Any], type[Exception]]] = [
+        ({"9g.90gb": 1}, ValueError), ({"1g.5gb": 2}, ValueError),
+        ({"1g.10gb": -1}, ValueError), ({"1g.10gb": 1.5}, TypeError)]
+    for requests, error in cases:
+        try:
+            got = plan(requests, 0, "A100-80GB")
+        except error:
+            continue
+        pytest.fail(f"plan({requests}, 0, 'A100-80GB') returned {got!r}: expected "
+                    f"{error.__name__}, as with one GPU; zero GPUs do not skip the checks")
 
 
 @pytest.mark.points(1)
