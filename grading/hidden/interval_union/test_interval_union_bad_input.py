@@ -84,7 +84,7 @@ class _Float32Like:
         return hash(self.value)
 
     def __eq__(self, other: object) -> bool:
-        return self.value == _plain(other)
+        return bool(self.value == _plain(other))
 
     def __lt__(self, other: object) -> bool:
         return bool(self.value < _plain(other))
