@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import numbers
+import re
+from collections.abc import Callable
+from decimal import Decimal
 from functools import partial
 from typing import Any
 
 import pytest
 from interval_union import all_busy, coverage, merge
-from interval_union_helpers import INF, NAN, ONE, Busy, expect, raises
+from interval_union_helpers import INF, NAN, ONE, Busy, expect, names, raises
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -63,6 +67,74 @@ def test_a_nan_or_inf_of_a_float_subclass_is_a_bad_bound() -> None:
                 pytest.fail(f"{exc} (its bounds are of a float subclass)")
 
 
+class _Float32Like:
+    """A stand-in for NumPy's float32: a number registered as numbers.Real that is not a float
+    subclass, comparing and subtracting like the float it holds."""
+
+    def __init__(self, value: float) -> None:
+        self.value = float(value)
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"float32({self.value!r})"
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self.value == _plain(other))
+
+    def __lt__(self, other: object) -> bool:
+        return bool(self.value < _plain(other))
+
+    def __le__(self, other: object) -> bool:
+        return bool(self.value <= _plain(other))
+
+    def __gt__(self, other: object) -> bool:
+        return bool(self.value > _plain(other))
+
+    def __ge__(self, other: object) -> bool:
+        return bool(self.value >= _plain(other))
+
+    def __sub__(self, other: object) -> float:
+        return float(self.value - _plain(other))
+
+    def __rsub__(self, other: object) -> float:
+        return float(_plain(other) - self.value)
+
+    def __add__(self, other: object) -> float:
+        return float(self.value + _plain(other))
+
+    __radd__ = __add__
+
+    def __neg__(self) -> _Float32Like:
+        return _Float32Like(-self.value)
+
+
+def _plain(other: object) -> Any:
+    return other.value if isinstance(other, _Float32Like) else other
+
+
+numbers.Real.register(_Float32Like)  # as NumPy registers its float types
+
+
+def test_a_nan_or_inf_of_any_number_type_is_never_accepted() -> None:
+    """A NaN or infinite bound of any number type (NumPy's float32, a Decimal) raises
+    ValueError, or TypeError for refusing the type, in every function: it is never accepted."""
+    nan, inf = _Float32Like(NAN), _Float32Like(INF)
+    odd: list[tuple[Any, Any]] = [
+        (nan, 3.75), (3.75, nan), (0.0, inf), (-inf, 3.75), (inf, inf), (nan, nan), (0, inf),
+        (Decimal("NaN"), 3.75), (0, Decimal("Infinity")), (Decimal("-Infinity"), 3.75)]
+    for name in _MERGE_FIRST:  # a candidate's sweep may loop forever on a NaN
+        for bad_interval in odd:
+            try:
+                expect((ValueError, TypeError), name, bad_interval)
+            except pytest.fail.Exception as exc:
+                pytest.fail(f"{exc} (float32 stands for NumPy's float32, not a float subclass)")
+
+
 def test_a_reversed_interval_of_an_int_and_a_float_raises() -> None:
     """An interval whose int start is above its float end raises ValueError in every function:
     the bounds are compared exactly, as Python compares them, not through a rounded difference."""
@@ -90,6 +162,44 @@ def test_a_bad_interval_message_shows_its_bounds_as_they_are() -> None:
                 expect(ValueError, name, bad_interval, *shown)
             except pytest.fail.Exception as exc:
                 pytest.fail(str(exc)[:400] + (" ..." if len(str(exc)) > 400 else ""))
+
+
+def _raises_naming(call: Callable[[], object], shown: str, gpu: str) -> None:
+    """`call()` raises ValueError, its message naming `gpu`."""
+    try:
+        got = call()
+    except ValueError as err:
+        # The failure message must show the call, which pytest.raises cannot.
+        assert re.search(names(gpu), str(err)), (  # noqa: PT017
+            f"{shown} raised {err!r}: the message should name the GPU {gpu!r}"
+        )
+        return
+    except Exception as err:  # IndexError, KeyError...: shown as what the call raised
+        pytest.fail(f"{shown} raised {err!r}, expected ValueError naming the GPU {gpu!r}")
+    pytest.fail(f"{shown} returned {got!r}, expected ValueError naming the GPU {gpu!r}")
+
+
+def test_a_bad_interval_message_names_its_own_gpu_wherever_it_is() -> None:
+    """The message of a bad interval in coverage and all_busy names the GPU it belongs to,
+    whether that GPU comes first, in the middle or last in the mapping."""
+    gpus = ["node-1/gpu-a", "node-1/gpu-b", "node-2/gpu-c"]
+    for bad_gpu in gpus:
+        busy: dict[str, list[Any]] = {gpu: [(0, 4), (2, 6)] for gpu in gpus}
+        busy[bad_gpu] = [(1, 3), (9.5, 7.25)]
+        for k in (1, 2, 4):
+            _raises_naming(partial(coverage, busy, k), f"coverage({busy}, {k})", bad_gpu)
+        _raises_naming(partial(all_busy, busy), f"all_busy({busy})", bad_gpu)
+
+
+def test_a_gpu_name_with_braces_or_percent_signs_is_named_as_it_is() -> None:
+    """A GPU name holding braces or percent signs ("node{3}/gpu0", "job-{rank}", "50%s") is
+    named in the message of its bad interval like any other: the ValueError is still raised."""
+    for gpu in ["node{3}/gpu0", "job-{rank}", "{}", "{0}", "50%s", "gpu%d-{x!r}"]:
+        busy: dict[str, list[Any]] = {"gpu-ok": [(0, 4)], gpu: [(0, 1), (2, 1)]}
+        _raises_naming(partial(coverage, busy, 1), f"coverage({busy}, 1)", gpu)
+        _raises_naming(partial(all_busy, busy), f"all_busy({busy})", gpu)
+        inf: dict[str, list[Any]] = {gpu: [(0, INF)]}
+        _raises_naming(partial(coverage, inf, 1), f"coverage({inf}, 1)", gpu)
 
 
 @pytest.mark.points(2)

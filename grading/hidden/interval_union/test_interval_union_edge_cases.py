@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from fractions import Fraction
 from functools import partial
@@ -169,6 +169,67 @@ def test_each_call_answers_only_its_own_input() -> None:
         return
     pytest.fail(f"coverage(busy, 2) after adding (9, 8) to GPU 'b' returned {got}, expected "
                 "ValueError: each call validates the mapping as it is now")
+
+
+def _clipped(intervals: list[Interval], lo: float, hi: float,
+             first: Iterable[Interval] = ()) -> Iterator[Interval]:
+    """`first`, then the union of `intervals` (computed by merge, inside this generator) clipped
+    to [lo, hi): a generator that calls the module while another call is reading it."""
+    yield from first
+    for s, e in merge(intervals):
+        if max(s, lo) < min(e, hi):
+            yield (max(s, lo), min(e, hi))
+
+
+def _both_busy(busy: Busy) -> Iterator[Interval]:
+    """The times both GPUs of another job are busy, computed by coverage inside the generator."""
+    yield from coverage(busy, 2)
+
+
+@pytest.mark.points(2)
+def test_a_call_made_while_another_reads_its_input_disturbs_neither() -> None:
+    """A call made from inside an input generator (a generator that itself calls merge or
+    coverage) leaves the outer call's answer as it would be: each call answers only its own
+    arguments."""
+    other: Busy = {"x": [(0, 3), (8, 9)], "y": [(1, 9)]}
+    cases: list[tuple[str, Callable[[], object], object]] = [
+        ("merge(clipped([(0, 10)], 2, 5))", lambda: merge(_clipped([(0, 10)], 2, 5)), [(2, 5)]),
+        ("busy_time(clipped([(0, 10)], 2, 5))",
+         lambda: busy_time(_clipped([(0, 10)], 2, 5)), 3),
+        ("merge(clipped([(0, 10)], 2, 5, first=[(20, 21)]))",
+         lambda: merge(_clipped([(0, 10)], 2, 5, [(20, 21)])), [(2, 5), (20, 21)]),
+        ("coverage({'a': clipped([(0, 10), (20, 30)], 2, 25), 'b': [(0, 30)]}, 2)",
+         lambda: coverage({"a": _clipped([(0, 10), (20, 30)], 2, 25), "b": [(0, 30)]}, 2),
+         [(2, 10), (20, 25)]),
+        ("all_busy({'a': [(0, 30)], 'b': clipped([(0, 10), (20, 30)], 2, 25)})",
+         lambda: all_busy({"a": [(0, 30)], "b": _clipped([(0, 10), (20, 30)], 2, 25)}),
+         [(2, 10), (20, 25)]),
+        (f"merge(coverage({other}, 2) as a generator)", lambda: merge(_both_busy(other)),
+         [(1, 3), (8, 9)]),
+        (f"coverage({{'a': coverage({other}, 2) as a generator, 'b': [(2, 20)]}}, 2)",
+         lambda: coverage({"a": _both_busy(other), "b": [(2, 20)]}, 2), [(2, 3), (8, 9)]),
+    ]
+    for shown, call, want in cases:
+        got = call()
+        assert got == want, (
+            f"{shown} returned {got!r}, expected {want!r}: the generator calls the module itself "
+            "while the outer call reads it (clipped(ivs, lo, hi) yields merge(ivs) cut to "
+            "[lo, hi)), and each call must answer only its own arguments"
+        )
+
+
+def test_pairs_given_as_lists_come_back_as_new_tuples() -> None:
+    """Where list pairs are accepted, the results are tuples all the same, even for a pair that
+    joins nothing: never the caller's own list."""
+    for call, shown in [(merge, "merge"), (lambda ivs: coverage({"a": ivs}, 1), "coverage"),
+                        (lambda ivs: all_busy({"a": ivs, "b": [(0, 9)]}), "all_busy")]:
+        pairs: list[Any] = [[0, 1], [2, 3], [5.5, 7.25], [6, 7]]
+        try:
+            got = call(pairs)
+        except TypeError:
+            continue  # list pairs refused: the statement leaves that open
+        well_formed(got, f"{shown} of the list pairs [[0, 1], [2, 3], [5.5, 7.25], [6, 7]]")
+        assert got == [(0, 1), (2, 3), (5.5, 7.25)], f"{shown} returned {got!r}"
 
 
 def _refused_or_by_value(call: Callable[[], object], want: object, shown: str) -> None:
