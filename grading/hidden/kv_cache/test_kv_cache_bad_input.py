@@ -93,6 +93,20 @@ def test_more_kv_heads_than_attention_heads_raise() -> None:
     _refused(config, "num_key_value_heads", "8 attention heads, 16 KV heads")
 
 
+@pytest.mark.category("edge_cases")
+def test_kv_heads_that_do_not_divide_the_heads_past_float_precision_raise() -> None:
+    """num_key_value_heads must divide num_attention_heads in exact integer arithmetic: 4 KV heads
+    do not divide 2**54 + 2 attention heads (a float division says they do), and do divide
+    2**54 + 4."""
+    base = {"num_hidden_layers": 1, "num_key_value_heads": 4, "head_dim": 1}
+    _refused({**base, "num_attention_heads": 2**54 + 2}, "num_key_value_heads",
+             "2**54 + 2 attention heads and 4 KV heads")
+    fine = {**base, "num_attention_heads": 2**54 + 4}
+    want = KVShape("gqa", 1, 4, 1, 2)
+    got = kv_shape(fine)
+    assert got == want, f"kv_shape({fine}) returned {got}, expected {want}: 4 divides 2**54 + 4"
+
+
 def test_a_layer_types_longer_than_the_layers_raises() -> None:
     """layer_types has exactly one entry per layer: a longer list raises ValueError naming
     layer_types, never cut to num_hidden_layers."""
@@ -161,6 +175,20 @@ def test_a_config_that_is_not_a_mapping_raises() -> None:
     for bad in ([("num_hidden_layers", 32)], '{"num_hidden_layers": 32}', None, 32):
         with pytest.raises((TypeError, ValueError)):
             kv_shape(bad)
+
+
+def test_a_list_of_key_value_pairs_is_not_a_config() -> None:
+    """A list of (key, value) pairs is not a mapping, even the pairs of a whole published config:
+    TypeError or ValueError (either is accepted), never a shape read as if it were the dict."""
+    for model in ("Llama-3.1-8B", "DeepSeek-V3"):
+        pairs: Any = list(REAL[model][0].items())
+        try:
+            got = kv_shape(pairs)
+        except (TypeError, ValueError):
+            continue
+        pytest.fail(f"kv_shape(list({model} config.items())) returned {got}, expected TypeError "
+                    "or ValueError: a list of pairs is not a mapping, and dict() of it is not "
+                    "what was passed")
 
 
 def test_the_json_text_of_a_config_is_refused_not_parsed() -> None:
@@ -240,6 +268,20 @@ def test_a_dtype_in_another_case_is_refused() -> None:
                             dtype=dtype, reserve=0.0)
 
 
+def test_a_dtype_with_surrounding_whitespace_is_refused() -> None:
+    """dtype names are exact: "bf16 ", " fp8" or "fp16\\n" raise ValueError in kv_bytes_per_token
+    and max_concurrency, never stripped into one of the four names."""
+    for dtype in ("bf16 ", " fp8", "fp16\n", "\tfp32"):
+        shape = _dtype_refused(dtype)
+        try:
+            got = max_concurrency(shape, gpu_memory=80 * 2**30, weights=0, tp=1, context=1,
+                                  dtype=dtype, reserve=0.0)
+        except ValueError:
+            continue
+        pytest.fail(f"max_concurrency(Llama-3.1-8B, dtype={dtype!r}, ...) returned {got}, "
+                    "expected ValueError: only fp32, bf16, fp16 and fp8, exactly, are dtypes")
+
+
 _OK: dict[str, Any] = {"gpu_memory": 80 * 2**30, "weights": 0, "tp": 2, "context": 4096,
                        "block_tokens": 16, "dtype": "bf16", "reserve": 0.1}
 
@@ -280,6 +322,26 @@ def test_a_reserve_that_is_not_an_int_or_a_float_raises() -> None:
         else:
             pytest.fail(f"max_concurrency(Llama-3.1-70B, reserve={bad!r}) returned {got}, "
                         "expected TypeError: reserve must be an int or a float")
+
+
+def test_a_wrong_type_raises_even_right_after_an_equal_good_call() -> None:
+    """A count or reserve of the wrong type raises TypeError (or ValueError) even right after a
+    call with equal good values: 1280.0, True and False are refused, never answered as 1280, 1
+    and 0 were."""
+    tiny = KVShape("gqa", 1, 1, 1, 2)  # 4 bytes a token in bf16
+    good: dict[str, Any] = {"gpu_memory": 1280, "weights": 0, "tp": 1, "context": 17,
+                            "block_tokens": 16, "dtype": "bf16", "reserve": 0}
+    for name, bad in [("gpu_memory", 1280.0), ("tp", True), ("reserve", False),
+                      ("weights", False), ("context", 17.0), ("block_tokens", 16.0)]:
+        first = max_concurrency(tiny, **good)
+        assert first == 10, f"max_concurrency({tiny}, {good}) returned {first}, expected 10"
+        try:
+            got = max_concurrency(tiny, **{**good, name: bad})
+        except (TypeError, ValueError):
+            continue
+        pytest.fail(f"max_concurrency({tiny}, ...) with {name}={good[name]!r} returned {first}, "
+                    f"then the same call with {name}={bad!r} returned {got}: expected TypeError, "
+                    f"a {type(bad).__name__} is not a {name} whatever was asked before")
 
 
 def test_tp_that_does_not_divide_the_kv_heads_raises() -> None:

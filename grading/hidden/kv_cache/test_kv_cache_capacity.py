@@ -178,6 +178,18 @@ def test_a_context_past_float_precision_takes_exact_blocks() -> None:
 
 
 @edge
+def test_heads_per_rank_are_exact_past_float_precision() -> None:
+    """kv_heads / tp is exact for any int: 2**54 + 2 KV heads over 2 ranks are 2**53 + 1 heads a
+    rank (a float division says 2**53), 2**54 + 2 bytes a one-token fp8 sequence."""
+    huge = KVShape("gqa", 1, 2**54 + 2, 1, 2)
+    why = "a sequence costs 2 x (2**53 + 1) = 2**54 + 2 bytes a rank"
+    _fits(huge, 1, f"{why}: 2**55 + 3 bytes hold one", gpu_memory=2**55 + 3, tp=2, context=1,
+          block_tokens=1, dtype="fp8")
+    _fits(huge, 0, f"{why}: 2**54 + 1 bytes hold none", gpu_memory=2**54 + 1, tp=2, context=1,
+          block_tokens=1, dtype="fp8")
+
+
+@edge
 def test_a_sequence_larger_than_the_cache_gives_zero() -> None:
     """A sequence bigger than the whole cache gives 0; exactly the cache gives 1."""
     _fits(TINY, 0, "one 64-byte block needed, 63 bytes free", gpu_memory=63, context=1)
@@ -189,6 +201,18 @@ def test_the_reserve_rounds_up_to_whole_bytes() -> None:
     """The reserve is ceil(gpu_memory x reserve) bytes: it never leaves a fraction of a byte."""
     why = "1,000 - ceil(100.5) = 899 bytes free: 8 sequences of 100 bytes, not 9"
     _fits(TINY, 8, why, gpu_memory=1000, context=25, block_tokens=1, reserve=0.1005)
+
+
+@edge
+def test_a_reserve_of_a_tiny_fraction_of_a_byte_still_rounds_up() -> None:
+    """The reserve rounds up any fraction of a byte, however small: 1e-7 of 10,000,002 bytes is
+    1.0000002 bytes, so 2 are kept back, not 1 (both accepted readings of rule 12 agree here)."""
+    byte = KVShape("mla", 1, 1, 1, 1)  # one byte a sequence in fp8 with one-token blocks
+    for gpu_memory, reserve, kept in [(10**7 + 2, 1e-7, 2), (10**10 + 1, 1e-10, 2)]:
+        left = gpu_memory - kept
+        _fits(byte, left, f"{gpu_memory:,} - ceil({gpu_memory:,} x {reserve}) = {left:,} bytes, "
+              "each a one-byte sequence", gpu_memory=gpu_memory, context=1, block_tokens=1,
+              dtype="fp8", reserve=reserve)
 
 
 @edge

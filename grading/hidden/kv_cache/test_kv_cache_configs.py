@@ -289,6 +289,40 @@ def test_falcon_num_kv_heads_is_ignored() -> None:
     _shape_is(config, KVShape("mha", 1, 8, 8, 2), f"{config}")
 
 
+def test_falcon_multi_query_is_ignored() -> None:
+    """Falcon's multi_query is a key the rules do not name (rule 9): without num_key_value_heads
+    every attention head has its own KV head (rule 2), multi_query true or not."""
+    falcon = {"model_type": "falcon", "hidden_size": 4544, "multi_query": True,
+              "new_decoder_architecture": False, "num_attention_heads": 71,
+              "num_hidden_layers": 32}
+    _shape_is(falcon, KVShape("mha", 32, 71, 64, 2), "a falcon-7b-like config, multi_query true")
+    small = {"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 64,
+             "multi_query": True}
+    _shape_is(small, KVShape("mha", 2, 8, 8, 2), f"{small}")
+
+
+def test_an_older_sliding_window_size_key_is_ignored() -> None:
+    """sliding_window_size is not sliding_window (rule 9): a config with the former and without
+    the latter has no sliding layers (rule 6), gemma2 or not."""
+    llama2 = {"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096,
+              "sliding_window_size": 4096}
+    _shape_is(llama2, KVShape("mha", 32, 32, 128, 2), f"{llama2}")
+    gemma = {k: v for k, v in GEMMA2_27B.items() if k != "sliding_window"}
+    gemma["sliding_window_size"] = 4096
+    _shape_is(gemma, KVShape("gqa", 46, 16, 128, 2),
+              "Gemma-2-27B with sliding_window_size 4096 and no sliding_window")
+
+
+@pytest.mark.category("edge_cases")
+def test_gemma2_local_layers_are_exact_past_float_precision() -> None:
+    """ceil(layers / 2) is exact for any int: a gemma2 config of 2**53 + 1 layers has 2**52 + 1
+    local ones (a float division says 2**52)."""
+    config = {"model_type": "gemma2", "num_hidden_layers": 2**53 + 1, "num_attention_heads": 1,
+              "head_dim": 1, "sliding_window": 4}
+    _shape_is(config, KVShape("mha", 2**53 + 1, 1, 1, 2, 2**52 + 1, 4),
+              "gemma2 with 2**53 + 1 layers, 1 head of 1, sliding_window 4")
+
+
 # ---------------------------------------------------------------- metamorphic
 
 _NAMED = {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
