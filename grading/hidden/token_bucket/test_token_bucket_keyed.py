@@ -196,3 +196,63 @@ def test_a_clock_stepping_back_on_another_key_mints_nothing() -> None:
     assert got == Decision(False, 6.0), (
         f"key 'a' drained at t=100 (greatest reading), try_acquire('a', 10) at t=104 returned "
         f"{got}; expected Decision(False, 6.0)")
+
+
+def test_a_lone_surrogate_is_a_key() -> None:
+    """A key holding a lone surrogate (bytes decoded with surrogateescape) is a key like any
+    other, and its own: no other str shares its bucket, not even one its bytes would spell."""
+    keys = [b"tenant-\xff".decode("utf-8", "surrogateescape"), "tenant-\udcc3\udcbf",
+            "tenant-\xff", "tenant-\udcfe", "\ud800"]
+    limiter = KeyedLimiter(1, 1, clock=Clock(5.0))
+    for rounds, want in ((1, True), (2, False)):
+        for key in keys:
+            try:
+                got = limiter.try_acquire(key, 1)
+            except Exception as exc:  # reported as a failure with the key that raised it
+                pytest.fail(f"try_acquire({key!r}, 1) raised {type(exc).__name__}: {exc}; a str "
+                            "with a lone surrogate is a key")
+            assert got.allowed is want, (
+                f"call {rounds} of try_acquire({key!r}, 1) on capacity 1 returned {got}: each of "
+                f"{len(keys)} distinct keys has a bucket of its own")
+
+
+# Unequal ids whose short checksums collide: CRC-32 (found by search) and Adler-32.
+_ALIKE = [("tenant-29685295", "tenant-32060020"), ("tenant-120", "tenant-201")]
+
+
+def test_keys_whose_checksums_collide_are_two_keys() -> None:
+    """Keys are compared as strings, not by a short hash: two tenant ids with the same CRC-32
+    (or Adler-32) still have a bucket each."""
+    limiter = KeyedLimiter(1, 1, clock=Clock(5.0))
+    for first, second in _ALIKE:
+        for key in (first, second):
+            got = limiter.try_acquire(key, 1)
+            assert got == Decision(True, 0.0), (
+                f"try_acquire({key!r}, 1) on capacity 1 returned {got} after one call on "
+                f"{first!r} only: {first!r} and {second!r} are two keys (they share a 32-bit "
+                f"checksum, not a bucket)")
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize(("capacity", "rate"), [(1.0, 1.0), (0.3, 0.1), (5e6, 1e3),
+                                                (2e-6, 1e-6)],
+                         ids=["1/1", "0.3/0.1", "5e6/1e3", "2e-6/1e-6"])
+def test_a_bucket_a_hair_short_of_full_is_not_dropped(capacity: float, rate: float) -> None:
+    """A bucket one part in 10**10 short of capacity is not full: a call on another key keeps
+    it, and its key's request of the whole capacity is still refused."""
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(capacity, rate, clock=clock)
+    assert limiter.try_acquire("a", capacity).allowed, f"a new key's {capacity!r} was refused"
+    clock.now = capacity / rate * (1 - 1e-10)
+    short = capacity - Fraction(clock.now) * Fraction(rate)  # exact: drained at t=0
+    slack = Fraction(rate) * Fraction(ulp_bound(clock.now, capacity, rate))
+    assert short > 1000 * slack  # far beyond rounding
+    limiter.try_acquire("b", capacity / 2)  # any call: the lazy drop may run
+    got = limiter.try_acquire("a", capacity)
+    assert not got.allowed, (
+        f"KeyedLimiter({capacity!r}, {rate!r}): key 'a' drained at t=0 holds "
+        f"{capacity - float(short)!r} tokens at t={clock.now!r} ({float(short)!r} short of "
+        f"capacity, where rounding allows {float(slack)!r}); after a call on 'b', "
+        f"try_acquire('a', {capacity!r}) returned {got}: a bucket that short is not full, and "
+        f"dropping it forgave its debt")
