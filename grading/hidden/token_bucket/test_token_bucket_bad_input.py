@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from token_bucket import Decision, KeyedLimiter, TokenBucket
-from token_bucket_helpers import Clock, expect, make_bucket, names
+from token_bucket_helpers import Clock, expect, make_bucket, names, refused_by_both
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -124,13 +124,7 @@ def test_other_numbers_are_taken_at_their_value_or_refused() -> None:
                f"TokenBucket{args!r}".replace(str(huge), "10**400"))
         expect((ValueError, OverflowError), functools.partial(KeyedLimiter, *args),
                f"KeyedLimiter{args!r}".replace(str(huge), "10**400"))
-    bucket, _ = make_bucket(capacity=5, rate=1)
-    keyed = KeyedLimiter(5, 1, clock=Clock())
-    expect((ValueError, OverflowError), functools.partial(bucket.try_acquire, huge),
-           "TokenBucket.try_acquire(10**400)")
-    expect((ValueError, OverflowError), functools.partial(keyed.try_acquire, "k", huge),
-           "KeyedLimiter.try_acquire('k', 10**400)")
-    assert bucket.available() == 5 and len(keyed) == 0, "a rejected call changed something"
+    refused_by_both((ValueError, OverflowError), huge, "10**400", capacity=5)
 
 
 class _Tier(enum.IntEnum):
@@ -174,13 +168,8 @@ def test_a_positive_number_that_rounds_to_zero_is_refused() -> None:
         for args, field in (((tiny, 1), "capacity"), ((1, tiny), "rate")):
             expect((ValueError, TypeError), functools.partial(cls, *args, clock=Clock()),
                    f"{cls.__name__}({field}=Fraction(1, 10**400)), 0.0 as a float")
-    bucket, _ = make_bucket(capacity=2, rate=1)
-    keyed = KeyedLimiter(2, 1, clock=Clock())
-    expect((ValueError, TypeError), functools.partial(bucket.try_acquire, tiny),
-           "TokenBucket.try_acquire(Fraction(1, 10**400)), 0.0 as a float")
-    expect((ValueError, TypeError), functools.partial(keyed.try_acquire, "k", tiny),
-           "KeyedLimiter.try_acquire('k', Fraction(1, 10**400)), 0.0 as a float")
-    assert bucket.available() == 2 and len(keyed) == 0, "a rejected call changed something"
+    refused_by_both((ValueError, TypeError), tiny, "Fraction(1, 10**400), 0.0 as a float",
+                    capacity=2)
 
 
 def test_a_fraction_or_decimal_taken_is_taken_as_a_float() -> None:

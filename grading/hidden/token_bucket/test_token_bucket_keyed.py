@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from token_bucket import Decision, KeyedLimiter
-from token_bucket_helpers import Clock, Model, ulp_bound
+from token_bucket_helpers import Clock, Model, drained_then_burst, ulp_bound
 
 
 @settings(max_examples=100)
@@ -32,11 +32,7 @@ def test_keyed_limiter_matches_independent_buckets(ops: list[tuple[str, float, f
 @pytest.mark.category("edge_cases")
 def test_keyed_limiter_never_forgets_a_bucket_in_debt() -> None:
     """A drained key stays drained however many other keys arrive (no eviction of debt)."""
-    clock = Clock(0.0)
-    limiter = KeyedLimiter(4, 1, clock=clock)
-    assert limiter.try_acquire("heavy", 4).allowed
-    for i in range(20_000):
-        limiter.try_acquire(f"tenant-{i}", 1)
+    limiter, clock = drained_then_burst(4, 1, "heavy", 20_000, 1, prefix="tenant-")
     clock.now = 1.0
     decision = limiter.try_acquire("heavy", 4)
     assert decision == Decision(False, 3.0), (
@@ -99,11 +95,7 @@ def test_a_dropped_bucket_may_start_afresh_after_the_clock_steps_back() -> None:
 def test_a_call_on_a_held_key_drops_full_buckets_too(key: str) -> None:
     """Rule 9's one more call may be on a key already held: capacity / rate seconds after a
     burst over 300 keys, a call on a held key leaves at most 2 buckets."""
-    clock = Clock(0.0)
-    limiter = KeyedLimiter(2, 0.5, clock=clock)
-    assert limiter.try_acquire("busy", 2).allowed
-    for i in range(300):
-        limiter.try_acquire(f"k{i}", 1)
+    limiter, clock = drained_then_burst(2, 0.5, "busy", 300, 1)
     clock.now = 4.0  # capacity / rate after the burst: every bucket is full
     limiter.try_acquire(key, 1)
     assert len(limiter) <= 2, (
@@ -116,11 +108,7 @@ def test_a_call_on_a_held_key_drops_full_buckets_too(key: str) -> None:
 def test_a_refused_call_drops_full_buckets_too() -> None:
     """Rule 9's one more call may be refused: capacity / rate seconds after a burst over 300
     keys, a refused call on a drained key leaves at most 2 buckets."""
-    clock = Clock(0.0)
-    limiter = KeyedLimiter(2, 0.5, clock=clock)
-    assert limiter.try_acquire("busy", 2).allowed
-    for i in range(300):
-        limiter.try_acquire(f"k{i}", 2)
+    limiter, clock = drained_then_burst(2, 0.5, "busy", 300, 2)
     clock.now = 3.0
     assert limiter.try_acquire("busy", 1.5).allowed, "the busy key was refused 1.5 at t=3.0"
     clock.now = 4.0  # capacity / rate after the burst: every burst bucket is exactly full
