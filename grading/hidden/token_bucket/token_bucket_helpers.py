@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import token_bucket
@@ -106,8 +107,8 @@ def expect(exc: type[Exception] | tuple[type[Exception], ...], call: Callable[[]
     pytest.fail(f"{what} raised nothing; expected {names}")
 
 
-def refused_by_both(exc: type[Exception] | tuple[type[Exception], ...], value: object,
-                    shown: str, capacity: float) -> None:
+def refused_by_both(exc: type[Exception] | tuple[type[Exception], ...], value: Any,
+                    shown: str, capacity: float) -> None:  # Any: bad values go where floats do
     """try_acquire(value) on a new TokenBucket(capacity, 1) and on a new KeyedLimiter's key
     raises `exc` (`shown` spells the value in messages) and takes nothing from either."""
     bucket, _ = make_bucket(capacity, rate=1)
