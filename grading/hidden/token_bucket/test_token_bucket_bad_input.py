@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from token_bucket import Decision, KeyedLimiter, TokenBucket
-from token_bucket_helpers import Clock, expect, make_bucket, names
+from token_bucket_helpers import Clock, expect, make_bucket, names, refused_by_both
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -124,13 +124,7 @@ def test_other_numbers_are_taken_at_their_value_or_refused() -> None:
                f"TokenBucket{args!r}".replace(str(huge), "10**400"))
         expect((ValueError, OverflowError), functools.partial(KeyedLimiter, *args),
                f"KeyedLimiter{args!r}".replace(str(huge), "10**400"))
-    bucket, _ = make_bucket(capacity=5, rate=1)
-    keyed = KeyedLimiter(5, 1, clock=Clock())
-    expect((ValueError, OverflowError), functools.partial(bucket.try_acquire, huge),
-           "TokenBucket.try_acquire(10**400)")
-    expect((ValueError, OverflowError), functools.partial(keyed.try_acquire, "k", huge),
-           "KeyedLimiter.try_acquire('k', 10**400)")
-    assert bucket.available() == 5 and len(keyed) == 0, "a rejected call changed something"
+    refused_by_both((ValueError, OverflowError), huge, "10**400", capacity=5)
 
 
 class _Tier(enum.IntEnum):
@@ -174,10 +168,57 @@ def test_a_positive_number_that_rounds_to_zero_is_refused() -> None:
         for args, field in (((tiny, 1), "capacity"), ((1, tiny), "rate")):
             expect((ValueError, TypeError), functools.partial(cls, *args, clock=Clock()),
                    f"{cls.__name__}({field}=Fraction(1, 10**400)), 0.0 as a float")
-    bucket, _ = make_bucket(capacity=2, rate=1)
-    keyed = KeyedLimiter(2, 1, clock=Clock())
-    expect((ValueError, TypeError), functools.partial(bucket.try_acquire, tiny),
-           "TokenBucket.try_acquire(Fraction(1, 10**400)), 0.0 as a float")
-    expect((ValueError, TypeError), functools.partial(keyed.try_acquire, "k", tiny),
-           "KeyedLimiter.try_acquire('k', Fraction(1, 10**400)), 0.0 as a float")
-    assert bucket.available() == 2 and len(keyed) == 0, "a rejected call changed something"
+    refused_by_both((ValueError, TypeError), tiny, "Fraction(1, 10**400), 0.0 as a float",
+                    capacity=2)
+
+
+def test_a_fraction_or_decimal_taken_is_taken_as_a_float() -> None:
+    """A Fraction or Decimal that is taken is taken as float(value), once: a capacity of
+    Fraction(1, 10) or Decimal('0.1') holds the float 0.1 and grants a request of 0.1."""
+    tenth: list[Any] = [Fraction(1, 10), Decimal("0.1")]  # Any: they go where floats do
+    for value in tenth:
+        for cls in (TokenBucket, KeyedLimiter):
+            what = f"{cls.__name__}(capacity={value!r}, rate=1)"
+            try:
+                limiter = cls(value, 1, clock=Clock())
+            except TypeError:
+                continue  # refused where it is passed: allowed
+            if isinstance(limiter, TokenBucket):
+                level = limiter.available()
+                assert level == 0.1, (
+                    f"{what}: available() on the new bucket returned {level!r}; a number is "
+                    f"taken as float(value), so the bucket holds 0.1")
+                acquire: Callable[[float], Decision] = limiter.try_acquire
+            else:
+                acquire = functools.partial(limiter.try_acquire, "k")
+            try:
+                got = acquire(0.1)
+            except (TypeError, ValueError) as exc:
+                pytest.fail(f"{what}, then try_acquire(0.1), raised {type(exc).__name__}: {exc}; "
+                            f"a capacity of {value!r} is the float 0.1, and a request of exactly "
+                            f"capacity is valid")
+            assert got == Decision(True, 0.0), (
+                f"{what}, then try_acquire(0.1), returned {got}; expected Decision(True, 0.0)")
+
+
+@pytest.mark.points(2)
+@_CLASSES
+def test_a_rejected_call_loses_no_refill(cls: type) -> None:
+    """A rejected call changes nothing: the refill earned before it is still there after it
+    (TokenBucket and KeyedLimiter)."""
+    clock = Clock(0.0)
+    limiter = cls(4, 1, clock=clock)
+    acquire: Callable[[Any], Decision] = (
+        limiter.try_acquire if cls is TokenBucket else functools.partial(limiter.try_acquire, "k"))
+    assert acquire(4).allowed, "a new bucket's 4 tokens were refused"
+    clock.now = 2.0  # 2 tokens refilled at rate 1/s
+    bad: list[Any] = [5, 0, math.nan, "1", None]
+    for value in bad:
+        expect((TypeError, ValueError), functools.partial(acquire, value),
+               f"{cls.__name__}.try_acquire({value!r}) at t=2.0")
+    got = [acquire(2), acquire(0.5)]
+    want = [Decision(True, 0.0), Decision(False, 0.5)]
+    assert got == want, (
+        f"{cls.__name__}(4, 1) drained at t=0; at t=2.0 (2 tokens refilled) rejected calls with "
+        f"tokens {bad!r}, then try_acquire(2) and try_acquire(0.5) returned {got}; expected "
+        f"{want}: a rejected call lost the refill")

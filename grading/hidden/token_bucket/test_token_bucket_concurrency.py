@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from token_bucket import Decision, KeyedLimiter, TokenBucket
-from token_bucket_helpers import ROUNDS, TickingClock, hammer
+from token_bucket_helpers import ROUNDS, TickingClock, _Reading, hammer
 
 pytestmark = [pytest.mark.category("concurrency"), pytest.mark.timeout(60)]
 
@@ -159,3 +159,49 @@ def test_a_call_on_another_key_never_drops_a_bucket_in_use() -> None:
             f"round {round_}: the clock stood still; while a first try_acquire('a', 1) read it, "
             f"another thread called try_acquire('b', 1) and try_acquire('a', 1); key 'a' (capacity "
             f"1) was granted {granted} times: a call on 'b' dropped the bucket of 'a' in use")
+
+
+class _GatheringClock:
+    """A clock whose readers each wait (up to 10 ms) until `count` readings have been taken in
+    all, then read `now` as a reading whose subtraction yields the GIL. Under one lock the
+    readers come one at a time and each waits alone; a refill that reads the clock and the
+    bucket's timestamp before taking the lock lets every thread read the same old timestamp."""
+
+    def __init__(self, count: int) -> None:
+        self.now = 0.0
+        self.gather = False
+        self._count = count
+        self._lock = threading.Lock()
+        self._reads = 0
+        self._all = threading.Event()
+
+    def __call__(self) -> float:
+        if not self.gather:
+            return self.now
+        with self._lock:
+            self._reads += 1
+            if self._reads >= self._count:
+                self._all.set()
+        self._all.wait(0.01)
+        return _Reading(self.now)
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("cls", ["TokenBucket", "KeyedLimiter"])
+def test_threads_reading_the_clock_together_count_the_refill_once(cls: str) -> None:
+    """Threads calling at once on a drained bucket share the refill since it was drained: 1 s at
+    1 token/s grants 1 token, however many threads read the clock together."""
+    for round_ in range(10):
+        clock = _GatheringClock(8)
+        if cls == "TokenBucket":
+            acquire: Callable[[], Decision] = functools.partial(
+                TokenBucket(1, 1, clock=clock).try_acquire, 1)
+        else:
+            acquire = functools.partial(KeyedLimiter(1, 1, clock=clock).try_acquire, "k", 1)
+        assert acquire().allowed, f"{cls}(1, 1): a new bucket's 1 token was refused"
+        clock.now, clock.gather = 1.0, True
+        granted = _race_first_calls(acquire)
+        assert granted == 1, (
+            f"round {round_}: {cls}(1, 1) drained at t=0; 8 threads calling try_acquire(1) at "
+            f"once at t=1 were granted {granted} tokens, where 1 s refilled 1: each thread "
+            f"added the same refill (the clock and the bucket's timestamp read outside the lock?)")

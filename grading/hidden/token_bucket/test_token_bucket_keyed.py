@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from token_bucket import Decision, KeyedLimiter
-from token_bucket_helpers import Clock, Model, ulp_bound
+from token_bucket_helpers import Clock, Model, drained_then_burst, ulp_bound
 
 
 @settings(max_examples=100)
@@ -32,11 +32,7 @@ def test_keyed_limiter_matches_independent_buckets(ops: list[tuple[str, float, f
 @pytest.mark.category("edge_cases")
 def test_keyed_limiter_never_forgets_a_bucket_in_debt() -> None:
     """A drained key stays drained however many other keys arrive (no eviction of debt)."""
-    clock = Clock(0.0)
-    limiter = KeyedLimiter(4, 1, clock=clock)
-    assert limiter.try_acquire("heavy", 4).allowed
-    for i in range(20_000):
-        limiter.try_acquire(f"tenant-{i}", 1)
+    limiter, clock = drained_then_burst(4, 1, "heavy", 20_000, 1, prefix="tenant-")
     clock.now = 1.0
     decision = limiter.try_acquire("heavy", 4)
     assert decision == Decision(False, 3.0), (
@@ -99,11 +95,7 @@ def test_a_dropped_bucket_may_start_afresh_after_the_clock_steps_back() -> None:
 def test_a_call_on_a_held_key_drops_full_buckets_too(key: str) -> None:
     """Rule 9's one more call may be on a key already held: capacity / rate seconds after a
     burst over 300 keys, a call on a held key leaves at most 2 buckets."""
-    clock = Clock(0.0)
-    limiter = KeyedLimiter(2, 0.5, clock=clock)
-    assert limiter.try_acquire("busy", 2).allowed
-    for i in range(300):
-        limiter.try_acquire(f"k{i}", 1)
+    limiter, clock = drained_then_burst(2, 0.5, "busy", 300, 1)
     clock.now = 4.0  # capacity / rate after the burst: every bucket is full
     limiter.try_acquire(key, 1)
     assert len(limiter) <= 2, (
@@ -116,11 +108,7 @@ def test_a_call_on_a_held_key_drops_full_buckets_too(key: str) -> None:
 def test_a_refused_call_drops_full_buckets_too() -> None:
     """Rule 9's one more call may be refused: capacity / rate seconds after a burst over 300
     keys, a refused call on a drained key leaves at most 2 buckets."""
-    clock = Clock(0.0)
-    limiter = KeyedLimiter(2, 0.5, clock=clock)
-    assert limiter.try_acquire("busy", 2).allowed
-    for i in range(300):
-        limiter.try_acquire(f"k{i}", 2)
+    limiter, clock = drained_then_burst(2, 0.5, "busy", 300, 2)
     clock.now = 3.0
     assert limiter.try_acquire("busy", 1.5).allowed, "the busy key was refused 1.5 at t=3.0"
     clock.now = 4.0  # capacity / rate after the burst: every burst bucket is exactly full
@@ -196,3 +184,63 @@ def test_a_clock_stepping_back_on_another_key_mints_nothing() -> None:
     assert got == Decision(False, 6.0), (
         f"key 'a' drained at t=100 (greatest reading), try_acquire('a', 10) at t=104 returned "
         f"{got}; expected Decision(False, 6.0)")
+
+
+def test_a_lone_surrogate_is_a_key() -> None:
+    """A key holding a lone surrogate (bytes decoded with surrogateescape) is a key like any
+    other, and its own: no other str shares its bucket, not even one its bytes would spell."""
+    keys = [b"tenant-\xff".decode("utf-8", "surrogateescape"), "tenant-\udcc3\udcbf",
+            "tenant-\xff", "tenant-\udcfe", "\ud800"]
+    limiter = KeyedLimiter(1, 1, clock=Clock(5.0))
+    for rounds, want in ((1, True), (2, False)):
+        for key in keys:
+            try:
+                got = limiter.try_acquire(key, 1)
+            except Exception as exc:  # reported as a failure with the key that raised it
+                pytest.fail(f"try_acquire({key!r}, 1) raised {type(exc).__name__}: {exc}; a str "
+                            "with a lone surrogate is a key")
+            assert got.allowed is want, (
+                f"call {rounds} of try_acquire({key!r}, 1) on capacity 1 returned {got}: each of "
+                f"{len(keys)} distinct keys has a bucket of its own")
+
+
+# Unequal ids whose short checksums collide: CRC-32 (found by search) and Adler-32.
+_ALIKE = [("tenant-29685295", "tenant-32060020"), ("tenant-120", "tenant-201")]
+
+
+def test_keys_whose_checksums_collide_are_two_keys() -> None:
+    """Keys are compared as strings, not by a short hash: two tenant ids with the same CRC-32
+    (or Adler-32) still have a bucket each."""
+    limiter = KeyedLimiter(1, 1, clock=Clock(5.0))
+    for first, second in _ALIKE:
+        for key in (first, second):
+            got = limiter.try_acquire(key, 1)
+            assert got == Decision(True, 0.0), (
+                f"try_acquire({key!r}, 1) on capacity 1 returned {got} after one call on "
+                f"{first!r} only: {first!r} and {second!r} are two keys (they share a 32-bit "
+                f"checksum, not a bucket)")
+
+
+@pytest.mark.points(2)
+@pytest.mark.category("edge_cases")
+@pytest.mark.parametrize(("capacity", "rate"), [(1.0, 1.0), (0.3, 0.1), (5e6, 1e3),
+                                                (2e-6, 1e-6)],
+                         ids=["1/1", "0.3/0.1", "5e6/1e3", "2e-6/1e-6"])
+def test_a_bucket_a_hair_short_of_full_is_not_dropped(capacity: float, rate: float) -> None:
+    """A bucket one part in 10**10 short of capacity is not full: a call on another key keeps
+    it, and its key's request of the whole capacity is still refused."""
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(capacity, rate, clock=clock)
+    assert limiter.try_acquire("a", capacity).allowed, f"a new key's {capacity!r} was refused"
+    clock.now = capacity / rate * (1 - 1e-10)
+    short = capacity - Fraction(clock.now) * Fraction(rate)  # exact: drained at t=0
+    slack = Fraction(rate) * Fraction(ulp_bound(clock.now, capacity, rate))
+    assert short > 1000 * slack  # far beyond rounding
+    limiter.try_acquire("b", capacity / 2)  # any call: the lazy drop may run
+    got = limiter.try_acquire("a", capacity)
+    assert not got.allowed, (
+        f"KeyedLimiter({capacity!r}, {rate!r}): key 'a' drained at t=0 holds "
+        f"{capacity - float(short)!r} tokens at t={clock.now!r} ({float(short)!r} short of "
+        f"capacity, where rounding allows {float(slack)!r}); after a call on 'b', "
+        f"try_acquire('a', {capacity!r}) returned {got}: a bucket that short is not full, and "
+        f"dropping it forgave its debt")

@@ -3,6 +3,7 @@ harnesses, and runs of the same calls at another scale."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import itertools
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import token_bucket
@@ -105,6 +107,18 @@ def expect(exc: type[Exception] | tuple[type[Exception], ...], call: Callable[[]
     pytest.fail(f"{what} raised nothing; expected {names}")
 
 
+def refused_by_both(exc: type[Exception] | tuple[type[Exception], ...], value: Any,
+                    shown: str, capacity: float) -> None:  # Any: bad values go where floats do
+    """try_acquire(value) on a new TokenBucket(capacity, 1) and on a new KeyedLimiter's key
+    raises `exc` (`shown` spells the value in messages) and takes nothing from either."""
+    bucket, _ = make_bucket(capacity, rate=1)
+    keyed = KeyedLimiter(capacity, 1, clock=Clock())
+    expect(exc, functools.partial(bucket.try_acquire, value), f"TokenBucket.try_acquire({shown})")
+    expect(exc, functools.partial(keyed.try_acquire, "k", value),
+           f"KeyedLimiter.try_acquire('k', {shown})")
+    assert bucket.available() == capacity and len(keyed) == 0, "a rejected call changed something"
+
+
 def names(message: str, value: float) -> bool:
     """Whether an error message names `value` as passed or as a float (`-1` or `-1.0`), not
     rounded (`:g` shows 1e9 as `1e+09` and 5.0000001 as `5`)."""
@@ -130,6 +144,19 @@ class Model:
             return Decision(True, 0.0)
         self.state[key] = (held, last)
         return Decision(False, float((tokens - held) / self.rate))
+
+
+def drained_then_burst(capacity: float, rate: float, first: str, keys: int, taken: float,
+                       prefix: str = "k") -> tuple[KeyedLimiter, Clock]:
+    """A KeyedLimiter on a clock at 0 whose key `first` took its whole capacity, then `keys` new
+    keys (`prefix` and a number) took `taken` tokens each."""
+    clock = Clock(0.0)
+    limiter = KeyedLimiter(capacity, rate, clock=clock)
+    assert limiter.try_acquire(first, capacity).allowed, (
+        f"try_acquire({first!r}, {capacity!r}) on a new key was refused")
+    for i in range(keys):
+        limiter.try_acquire(f"{prefix}{i}", taken)
+    return limiter, clock
 
 
 # --- metamorphic runs: the same calls with tokens or time scaled by a power of two -------------
