@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from hang_finder import DumpError, find_hang, load_dump, main, scan
-from hang_finder_helpers import dumps_of, job, refusal
+from hang_finder_helpers import dumps_of, job, parse, refusal
 
 pytestmark = pytest.mark.category("bad_input")
 _GOOD = job(2, 1, 1).docs[1]
@@ -297,3 +297,86 @@ def test_a_broken_file_without_a_rank_raises_value_error_naming_it(tmp_path: Pat
         path.write_text(text, encoding="utf-8")
         with pytest.raises(ValueError, match=re.escape(name)):
             load_dump(path)
+
+
+def test_an_explicit_rank_0_wins_over_the_file_name(tmp_path: Path) -> None:
+    """load_dump(path, rank=0) is rank 0 whatever number the file's name holds: a given rank,
+    0 included, always wins (rule 1)."""
+    path = tmp_path / "nccl_trace_rank_5"
+    path.write_text(json.dumps(_GOOD), encoding="utf-8")
+    got = load_dump(path, rank=0).rank
+    assert got == 0, f"load_dump('nccl_trace_rank_5', rank=0).rank is {got}, expected 0"
+    with path.open(encoding="utf-8") as f:
+        got = load_dump(f, rank=0).rank
+    assert got == 0, f"load_dump(open('nccl_trace_rank_5'), rank=0).rank is {got}, expected 0"
+
+
+def test_scan_of_a_file_instead_of_a_folder_raises_value_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """scan of a path that is a file, not a folder, raises ValueError (not an OSError); main
+    gives exit status 2 and one line on stderr."""
+    path = tmp_path / "notes.txt"
+    path.write_text("x", encoding="utf-8")
+    try:
+        got: object = scan(path)
+    except ValueError:
+        pass
+    except OSError as err:
+        pytest.fail(f"scan('notes.txt'), a file, raised {type(err).__name__}: {err}; expected "
+                    f"ValueError (the folder is not a directory)")
+    else:
+        pytest.fail(f"scan('notes.txt'), a file, returned {got}; expected ValueError")
+    try:
+        code = main([str(path)])
+    except OSError as err:
+        pytest.fail(f"main(['notes.txt']), a file, raised {type(err).__name__}: {err}; expected "
+                    f"exit status 2 and one line on stderr")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert (code, len(lines)) == (2, 1), (
+        f"main(['notes.txt']), a file: returned {code} and wrote {lines} on stderr; expected 2 "
+        f"and one line saying it is not a directory")
+
+
+def test_a_second_dump_of_a_rank_that_lists_no_group_raises_value_error() -> None:
+    """Two dumps of one rank raise ValueError even when one of them lists no group at all."""
+    docs = job(2, 1, 1).docs
+    empty: dict[str, Any] = {"version": "2.9", "pg_config": {}, "pg_status": {}, "entries": []}
+    for order in ([(1, docs[1]), (1, empty), (0, docs[0])],
+                  [(1, empty), (0, docs[0]), (1, docs[1])], [(0, empty), (0, empty)]):
+        try:
+            got: object = find_hang((parse(doc, r) for r, doc in order), 2)
+        except ValueError:
+            continue
+        ranks = [r for r, _ in order]
+        pytest.fail(f"dumps of ranks {ranks}, one of them listing no group: find_hang returned "
+                    f"{got}; expected ValueError (two dumps claim one rank)")
+
+
+def test_a_group_with_no_members_is_read_and_ignored(tmp_path: Path) -> None:
+    """A group whose ranks are "[]" is a list of distinct ranks >= 0: load_dump reads it, and
+    find_hang and scan ignore it (it lists no rank)."""
+    doc = copy.deepcopy(_GOOD)
+    doc["pg_config"]["9"] = {"name": "9", "desc": "empty", "ranks": "[]"}
+    try:
+        dump = parse(doc, 1)
+    except ValueError as err:
+        pytest.fail(f"a dump whose pg_config also holds a group with ranks '[]' was refused: "
+                    f"{err}")
+    assert dump.groups["9"].ranks == (), f"ranks '[]' read as {dump.groups['9'].ranks}"
+    docs = job(2, 1, 1).docs
+    docs[1] = doc
+    try:
+        got = find_hang(dumps_of(docs), 2)
+    except ValueError as err:
+        pytest.fail(f"find_hang over a healthy job whose rank 1 lists an empty group raised "
+                    f"{err!r}; expected no_hang")
+    assert got.kind == "no_hang", f"a healthy job beside an empty group: {got}"
+    for r, d in docs.items():
+        (tmp_path / f"nccl_trace_rank_{r}.json").write_text(json.dumps(d), encoding="utf-8")
+    try:
+        report = scan(tmp_path)
+    except ValueError as err:
+        pytest.fail(f"scan of a healthy job whose rank 1 lists an empty group raised {err!r}")
+    assert (report.kind, report.unreadable) == ("no_hang", ()), (
+        f"scan of a healthy job whose rank 1 lists an empty group: {report}; expected no_hang "
+        f"and nothing unreadable")

@@ -1,5 +1,6 @@
 """Hidden checks for hang_finder: what scan makes of a folder (sub-folders, links that lead
-nowhere, groups of other ranks), and the command line with a file name that is not UTF-8."""
+nowhere, groups of other ranks), and the command line with a file name or a desc that UTF-8
+cannot show, and with several stuck groups."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from hang_finder import main, scan
-from hang_finder_helpers import Doc, job
+from hang_finder_helpers import Doc, document, entry, job
 
 
 def _write(folder: Path, docs: dict[int, Doc]) -> None:
@@ -159,3 +160,47 @@ def test_the_command_line_exits_0_for_no_hang_beside_an_unreadable_file(
         assert code == 0, (
             f"main({argv}) over a healthy 2-rank job and a stray README.txt returned {code}, "
             f"expected 0: the report's kind is no_hang (rule 13)")
+
+
+def _two_stuck_groups(folder: Path, desc: str = "tp") -> None:
+    """Ranks 0 and 1 both wait in group 0 (seq 2) and in group 1 (seq 5): two Findings."""
+    for r in range(2):
+        doc = document({"0": ("default_pg", [0, 1]), "1": (desc, [0, 1])},
+                       {"0": (2, -1, 1), "1": (5, -1, 4)},
+                       [entry(0, 0, 2, state="scheduled"),
+                        entry(1, 1, 5, state="scheduled", desc=desc)])
+        (folder / f"nccl_trace_rank_{r}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_the_command_line_prints_one_paragraph_for_several_stuck_groups(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two stuck groups still get one paragraph: no blank line between their sentences."""
+    _two_stuck_groups(tmp_path)
+    code = main([str(tmp_path)])
+    out = capsys.readouterr().out.strip()
+    blank = [i for i, line in enumerate(out.splitlines()) if not line.strip()]
+    assert code == 1 and out and not blank, (
+        f"two stuck groups (0 and 1, ranks 0 and 1): exit {code}, printed {out!r}; expected "
+        f"exit 1 and one paragraph (rule 13), no blank line in it")
+
+
+def test_the_command_line_prints_a_desc_that_utf8_cannot_encode(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group desc holding a lone surrogate (JSON "\\ud800") still gets its paragraph on a
+    strict UTF-8 stdout (the character escaped, say), in both formats, never a traceback."""
+    _two_stuck_groups(tmp_path, desc="tp\ud800")
+    for options in ([], ["--format", "json"]):
+        out = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8",
+                                                            errors="strict"))
+        argv = [str(tmp_path), *options]
+        try:
+            code = main(argv)
+            sys.stdout.flush()
+        except UnicodeEncodeError as err:
+            pytest.fail(f"main({argv}) raised UnicodeEncodeError printing a group whose desc is "
+                        f"'tp\\ud800': {err}")
+        text = out.getvalue().decode("utf-8")
+        assert code == 1 and "tp" in text, (
+            f"main({argv}), a stuck group whose desc is 'tp\\ud800': exit {code}, printed "
+            f"{text!r}; expected exit 1 and the report naming it")

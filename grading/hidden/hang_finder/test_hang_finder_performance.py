@@ -1,4 +1,5 @@
-"""Hidden checks for hang_finder: time grows linearly with ranks, memory does not hold every dump.
+"""Hidden checks for hang_finder: time grows linearly with ranks, memory holds no dump or file
+after it is read.
 
 Times are measured with kata_measure: ratios within the check, never an absolute time.
 """
@@ -111,3 +112,32 @@ def test_scan_peak_memory_does_not_hold_every_file(tmp_path: Path) -> None:
         f"scan's peak memory: {large / 1e6:.1f} MB for 256 files of 32 entries, "
         f"{small / 1e6:.1f} MB for 16: {ratio:.1f}x (one file at a time plus a few numbers per "
         f"rank stays near 1x; holding every file's dump takes about 16x)")
+
+
+@pytest.mark.points(1)
+def test_scan_peak_memory_does_not_hold_every_unreadable_file(tmp_path: Path) -> None:
+    """scan of 16x the unreadable files peaks far under 16x the memory: a file that cannot be
+    read leaves only its name and a short reason behind, not its text."""
+    def peak(files: int) -> int:
+        folder = tmp_path / str(files)
+        folder.mkdir()
+        for r in range(files):  # cut short inside a 600 kB string: not JSON
+            (folder / f"nccl_trace_rank_{r}.json").write_text(
+                '{"version": "' + "x" * 600_000, encoding="utf-8")
+        gc.collect()
+        tracemalloc.start()
+        try:
+            report = scan(folder)
+            used = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert len(report.unreadable) == files, f"{files} broken files: {report.unreadable}"
+        return used
+
+    small, large = peak(2), peak(32)
+    ratio = large / small
+    kata_measure.report("scan peak memory, 16x the unreadable files", ratio, 4)
+    assert ratio < 4, (
+        f"scan's peak memory: {large / 1e6:.1f} MB for 32 unreadable files of 0.6 MB, "
+        f"{small / 1e6:.1f} MB for 2: {ratio:.1f}x (one file at a time stays near 1x; keeping "
+        f"each failure's exception, and so the file's text, takes about 16x)")

@@ -1,11 +1,11 @@
-"""Hidden checks for hang_finder: the six traps, one named check (or two) each."""
+"""Hidden checks for hang_finder: the six traps, one named check (or more) each."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from hang_finder_helpers import Doc, entry, job, report_of, summary, two_rank
+from hang_finder_helpers import Doc, document, entry, job, report_of, summary, two_rank
 
 
 @pytest.mark.points(3)
@@ -125,3 +125,32 @@ def test_a_scheduled_entry_counts_as_entered() -> None:
     got = summary(report_of(mixed, 2))
     want = [("0", (0, 1), 4, "all_entered", (), (), ())]
     assert got == want, f"rank 0 started seq 4, rank 1 only scheduled it: got {got}"
+
+
+@pytest.mark.points(2)
+def test_a_member_whose_own_group_of_that_id_has_other_members_is_missing() -> None:
+    """A member whose dump lists the group's id only for another group (other members) does not
+    list this group: it is missing from it (a group is its id and its members)."""
+    docs = {0: document({"1": ("tp", [0, 1])}, {"1": (1, -1, -1)},
+                        [entry(0, 1, 1, state="scheduled", desc="tp")]),
+            # Rank 1's own group "1" is [1] alone: another group, though the id is the same.
+            1: document({"1": ("tp", [1])}, {"1": (-1, -1, -1)}, [])}
+    got = summary(report_of(docs, 2))
+    want: list[Any] = [("1", (0, 1), 1, "missing_rank", (1,), (), ())]
+    assert got == want, (
+        f"rank 0 waits in seq 1 of group '1' [0, 1]; rank 1's dump lists a group '1' of [1] "
+        f"alone, not [0, 1]: got {got}, expected {want}")
+
+
+def test_a_member_that_left_a_dump_without_the_group_is_not_in_its_no_dump() -> None:
+    """A member whose dump does not list a stuck group left a dump all the same: it is not in
+    the Finding's no_dump (nor the Report's)."""
+    docs = {0: document({"0": ("default_pg", [0, 1])}, {"0": (2, -1, 1)},
+                        [entry(0, 0, 1), entry(1, 0, 2, state="scheduled")]),
+            1: document({"5": ("solo", [1])}, {"5": (3, -1, 3)}, [entry(2, 5, 3, desc="solo")])}
+    report = report_of(docs, 2)
+    got = [(f.group, f.no_dump) for f in report.findings]
+    assert got == [("0", ())] and report.no_dump == (), (
+        f"rank 0 waits in seq 2 of group 0 [0, 1]; rank 1 left a dump listing only its group 5: "
+        f"findings' (group, no_dump) {got}, Report.no_dump {report.no_dump}; expected "
+        f"[('0', ())] and ()")
