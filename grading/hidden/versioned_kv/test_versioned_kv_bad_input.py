@@ -3,6 +3,7 @@ anything changes, on a plain, an empty and a compacted store (rules 4-6 and the 
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
@@ -17,7 +18,11 @@ _Calls = list[tuple[str, tuple[object, ...]]]
 # The store is at version 4 (a: x@1, z@3; b: y@2, deleted@4).
 _BAD_CALLS: dict[str, tuple[type[Exception], _Calls]] = {
     "value-none": (TypeError, [("put", ("c", None)), ("put", ("a", None))]),
-    "key-not-str": (TypeError, [("put", (1, "v")), ("put", (b"a", "v")), ("put", (("a",), "v"))]),
+    "key-not-str": (
+        TypeError,
+        [("put", (1, "v")), ("put", (b"a", "v")), ("put", (("a",), "v")),
+         ("put", (PurePosixPath("/registry/pods/p1"), "v"))],  # a path is no str: no os.fspath
+    ),
     "delete-not-live": (KeyError, [("delete", ("b",)), ("delete", ("never",))]),
     "version-below-0": (ValueError, [("get", ("a", -1)), ("snapshot", (-1,))]),
     "version-above-latest": (ValueError, [("get", ("a", 5)), ("snapshot", (5,))]),
@@ -101,15 +106,17 @@ def test_a_bad_call_raises_the_documented_error_and_changes_nothing(case: str) -
 
 def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
     """A ValueError names a bad version of four digits and more as str() writes it: 12345, not
-    12,345."""
+    12,345, and a 49-digit version in full, not shortened with "..."."""
     kv = store(("a", "x"))
-    for method, args in [("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,))]:
+    for method, args in [("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,)),
+                         ("get", ("a", 2**160)), ("snapshot", (-(2**160),)),
+                         ("compact", (2**160 + 1,))]:
         shown = f"{method}({', '.join(map(repr, args))})"
         with pytest.raises(ValueError) as caught:
             getattr(kv, method)(*args)
         assert str(args[-1]) in str(caught.value), (
             f"{shown} raised {caught.value!r}, whose message does not contain {args[-1]} as "
-            "plain digits (no thousands separators)"
+            "plain digits, in full (no thousands separators, no shortening)"
         )
 
 
