@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from versioned_kv import CompactedError, VersionedKV
-from versioned_kv_helpers import store
+from versioned_kv_helpers import call, store
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -18,11 +18,7 @@ _Calls = list[tuple[str, tuple[object, ...]]]
 # The store is at version 4 (a: x@1, z@3; b: y@2, deleted@4).
 _BAD_CALLS: dict[str, tuple[type[Exception], _Calls]] = {
     "value-none": (TypeError, [("put", ("c", None)), ("put", ("a", None))]),
-    "key-not-str": (
-        TypeError,
-        [("put", (1, "v")), ("put", (b"a", "v")), ("put", (("a",), "v")),
-         ("put", (PurePosixPath("/registry/pods/p1"), "v"))],  # a path is no str: no os.fspath
-    ),
+    "key-not-str": (TypeError, [("put", (1, "v")), ("put", (b"a", "v")), ("put", (("a",), "v"))]),
     "delete-not-live": (KeyError, [("delete", ("b",)), ("delete", ("never",))]),
     "version-below-0": (ValueError, [("get", ("a", -1)), ("snapshot", (-1,))]),
     "version-above-latest": (ValueError, [("get", ("a", 5)), ("snapshot", (5,))]),
@@ -102,6 +98,19 @@ def test_a_bad_call_raises_the_documented_error_and_changes_nothing(case: str) -
     kv = store(("a", "x"), ("b", "y"), ("a", "z"), ("b", None))
     _check_calls(kv, 0, case, *_BAD_CALLS[case])
     assert kv.version == 4, f"after refused calls {case}, the version is {kv.version}, not 4"
+
+
+def test_a_path_is_not_a_key() -> None:
+    """put refuses a pathlib path as a key with TypeError (a path is no str: no os.fspath), and
+    changes nothing."""
+    kv = store(("a", "x"), ("b", "y"), ("a", "z"), ("b", None))
+    path = PurePosixPath("/registry/pods/p1")
+    _check_calls(kv, 0, "with a path as the key", TypeError, [("put", (path, "v"))])
+    got = (kv.version, call(kv, "history", "/registry/pods/p1"))
+    assert got == (4, []), (
+        f"after the refused put({path!r}, 'v'), version and history('/registry/pods/p1') are "
+        f"{got}, expected (4, []): the path must not be stored under its str"
+    )
 
 
 def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
