@@ -113,20 +113,30 @@ def test_a_path_is_not_a_key() -> None:
     )
 
 
-def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
-    """A ValueError names a bad version of four digits and more as str() writes it: 12345, not
-    12,345, and a 49-digit version in full, not shortened with "..."."""
+def _assert_named(calls: _Calls, how: str) -> None:
+    """Each call on a store at version 1 raises a ValueError whose message holds str(version)."""
     kv = store(("a", "x"))
-    for method, args in [("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,)),
-                         ("get", ("a", 2**160)), ("snapshot", (-(2**160),)),
-                         ("compact", (2**160 + 1,))]:
+    for method, args in calls:
         shown = f"{method}({', '.join(map(repr, args))})"
         with pytest.raises(ValueError) as caught:
             getattr(kv, method)(*args)
         assert str(args[-1]) in str(caught.value), (
-            f"{shown} raised {caught.value!r}, whose message does not contain {args[-1]} as "
-            "plain digits, in full (no thousands separators, no shortening)"
+            f"{shown} raised {caught.value!r}, whose message does not contain {args[-1]} {how}"
         )
+
+
+def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
+    """A ValueError names a bad version of four digits and more as str() writes it: 12345, not
+    12,345."""
+    _assert_named([("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,))],
+                  "as plain digits (no thousands separators)")
+
+
+def test_a_value_error_names_a_very_long_version_in_full() -> None:
+    """A ValueError names a bad version of 49 digits in full, not shortened with "..."."""
+    _assert_named([("get", ("a", 2**160)), ("snapshot", (-(2**160),)),
+                   ("compact", (2**160 + 1,))],
+                  "in full (a version Python can print is never shortened, as reprlib does)")
 
 
 def test_a_new_store_checks_every_argument() -> None:
