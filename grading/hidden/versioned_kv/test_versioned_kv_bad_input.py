@@ -3,11 +3,12 @@ anything changes, on a plain, an empty and a compacted store (rules 4-6 and the 
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
 from versioned_kv import CompactedError, VersionedKV
-from versioned_kv_helpers import store
+from versioned_kv_helpers import call, store
 
 pytestmark = pytest.mark.category("bad_input")
 
@@ -99,18 +100,43 @@ def test_a_bad_call_raises_the_documented_error_and_changes_nothing(case: str) -
     assert kv.version == 4, f"after refused calls {case}, the version is {kv.version}, not 4"
 
 
-def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
-    """A ValueError names a bad version of four digits and more as str() writes it: 12345, not
-    12,345."""
+def test_a_path_is_not_a_key() -> None:
+    """put refuses a pathlib path as a key with TypeError (a path is no str: no os.fspath), and
+    changes nothing."""
+    kv = store(("a", "x"), ("b", "y"), ("a", "z"), ("b", None))
+    path = PurePosixPath("/registry/pods/p1")
+    _check_calls(kv, 0, "with a path as the key", TypeError, [("put", (path, "v"))])
+    got = (kv.version, call(kv, "history", "/registry/pods/p1"))
+    assert got == (4, []), (
+        f"after the refused put({path!r}, 'v'), version and history('/registry/pods/p1') are "
+        f"{got}, expected (4, []): the path must not be stored under its str"
+    )
+
+
+def _assert_named(calls: _Calls, how: str) -> None:
+    """Each call on a store at version 1 raises a ValueError whose message holds str(version)."""
     kv = store(("a", "x"))
-    for method, args in [("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,))]:
+    for method, args in calls:
         shown = f"{method}({', '.join(map(repr, args))})"
         with pytest.raises(ValueError) as caught:
             getattr(kv, method)(*args)
         assert str(args[-1]) in str(caught.value), (
-            f"{shown} raised {caught.value!r}, whose message does not contain {args[-1]} as "
-            "plain digits (no thousands separators)"
+            f"{shown} raised {caught.value!r}, whose message does not contain {args[-1]} {how}"
         )
+
+
+def test_a_value_error_names_a_large_version_in_plain_digits() -> None:
+    """A ValueError names a bad version of four digits and more as str() writes it: 12345, not
+    12,345."""
+    _assert_named([("get", ("a", 12345)), ("snapshot", (1000,)), ("compact", (-2048,))],
+                  "as plain digits (no thousands separators)")
+
+
+def test_a_value_error_names_a_very_long_version_in_full() -> None:
+    """A ValueError names a bad version of 49 digits in full, not shortened with "..."."""
+    _assert_named([("get", ("a", 2**160)), ("snapshot", (-(2**160),)),
+                   ("compact", (2**160 + 1,))],
+                  "in full (a version Python can print is never shortened, as reprlib does)")
 
 
 def test_a_new_store_checks_every_argument() -> None:

@@ -28,6 +28,7 @@ def test_compaction_keeps_reads_at_the_compaction_point() -> None:
 _WORKED = [("a", 1), ("b", 2), ("a", 3), ("a", None), ("b", 4)]  # the statement's table
 
 
+@pytest.mark.timeout(60)  # room to shrink a failing example: a wrong answer fails, never times out
 @settings(max_examples=50, report_multiple_bugs=False, phases=PHASES)
 @example(ops=_WORKED, pick=0)  # compact(0): nothing to forget
 @example(ops=_WORKED, pick=3)  # compact(3): exactly at a write of the key read

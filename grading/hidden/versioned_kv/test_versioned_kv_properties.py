@@ -71,6 +71,7 @@ class _Model(RuleBasedStateMachine):
         assert got == want, f"histories are {got}, expected {want}"
 
 
+@pytest.mark.timeout(60)  # room to shrink a failing example: a wrong answer fails, never times out
 @pytest.mark.points(3)
 def test_any_sequence_of_operations_matches_the_model() -> None:
     """Any sequence of puts, deletes, compactions and reads matches a model of snapshots."""
@@ -126,6 +127,7 @@ def _interleaved(
     return kv, mapping
 
 
+@pytest.mark.timeout(60)  # room to shrink a failing example: a wrong answer fails, never times out
 @pytest.mark.points(3)
 @settings(max_examples=60, report_multiple_bugs=False, phases=PHASES)
 @example(ops=_WORKED, gaps=[1] * 26, pick=0)  # one unrelated write before every write

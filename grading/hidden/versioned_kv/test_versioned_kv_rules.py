@@ -109,9 +109,10 @@ def test_get_defaults_to_the_latest_version() -> None:
 
 @pytest.mark.category("edge_cases")
 def test_any_value_but_none_is_stored() -> None:
-    """Falsy and unhashable values are stored and read back as written."""
+    """Falsy, unhashable and singleton values (Ellipsis) are stored, read back and listed as
+    written: only None marks a delete."""
     kv: VersionedKV[object] = VersionedKV()
-    values: list[object] = [0, "", False, [], {"x": [1]}, 0.0, (None,)]
+    values: list[object] = [0, "", False, [], {"x": [1]}, 0.0, (None,), ...]
     for i, value in enumerate(values):
         call(kv, "put", f"k{i}", value)
     got = [read(kv, f"k{i}") for i in range(len(values))]
@@ -119,6 +120,12 @@ def test_any_value_but_none_is_stored() -> None:
     got_snapshot = call(kv, "snapshot")
     want = {f"k{i}": v for i, v in enumerate(values)}
     assert got_snapshot == want, f"snapshot() is {got_snapshot}, expected {want}"
+    histories = [call(kv, "history", f"k{i}") for i in range(len(values))]
+    want_histories = [[(i + 1, v)] for i, v in enumerate(values)]
+    assert histories == want_histories, (
+        f"history() of the stored values gave {histories}, expected {want_histories}: a value "
+        "is listed as itself, never as None"
+    )
 
 
 @pytest.mark.category("edge_cases")

@@ -215,6 +215,28 @@ def test_a_compacted_read_is_not_a_key_error() -> None:
 
 
 @pytest.mark.category("bad_input")
+def test_a_compacted_read_is_not_a_value_error() -> None:
+    """A read below the compaction point raises a CompactedError that `except ValueError` does
+    not catch: a client tells "no longer known" from "a version out of range"."""
+    kv = store(("a", "x"), ("a", "z"))
+    call(kv, "compact", 2)
+    for method, args in [("get", ("a", 1)), ("snapshot", (1,))]:
+        shown = f"{method}({', '.join(map(repr, args))})"
+        try:
+            getattr(kv, method)(*args)
+        except ValueError as exc:
+            raise AssertionError(f"after compact(2), {shown} raised {exc!r}, which "
+                                 "`except ValueError` catches: CompactedError is a LookupError, "
+                                 "not a ValueError (that is for a version out of range)") from exc
+        except CompactedError:
+            continue
+        except Exception as exc:
+            raise AssertionError(f"after compact(2), {shown} raised {exc!r}, expected "
+                                 "CompactedError") from exc
+        raise AssertionError(f"after compact(2), {shown} returned, expected CompactedError")
+
+
+@pytest.mark.category("bad_input")
 def test_compact_refuses_none() -> None:
     """compact(None) raises TypeError and compacts nothing (None is not a version, not "the
     latest")."""
