@@ -130,6 +130,52 @@ def test_a_failure_at_any_clock_read_leaves_the_key_reusable() -> None:
             assert len(items) == 1, f"a failed POST and its retry left {len(items)} jobs"
 
 
+_WRITES = [("cancel of a queued job", [], "cancel", None),
+           ("cancel of a running job", ["running"], "cancel", None),
+           ("transition queued -> running", [], "transitions", {"to": "running"}),
+           ("transition running -> succeeded", ["running"], "transitions", {"to": "succeeded"})]
+
+
+@pytest.mark.category("edge_cases")
+def test_a_cancel_or_transition_that_fails_inside_the_server_changes_nothing() -> None:
+    """A cancel or transition that fails inside the server (5xx) leaves the job as it was."""
+    for what, path, action, body in _WRITES:
+        for skip in range(3):  # the clock fails at its first, second, ... read of the request
+            clock = Clock()
+            with open_api(clock=clock) as api:
+                job_id = api.create()["id"]
+                drive(api, job_id, path)
+                before = api.call("GET", f"/jobs/{job_id}").json()
+                clock.t += 60
+                clock.fail, clock.skip = 1, skip
+                r = api.call("POST", f"/jobs/{job_id}/{action}", json=body)
+                clock.fail = 0
+                after = api.call("GET", f"/jobs/{job_id}").json()
+                if r.status_code >= 500:
+                    assert after == before, (
+                        f"the {what} answered {r.status_code} (clock read {skip + 1} failed), "
+                        f"yet the job changed from {before} to {after}; expected no change: a "
+                        "request that fails inside the server stores nothing (one transaction)")
+                else:
+                    assert r.status_code in (200, 202) and after != before, (
+                        f"the {what} answered {r.status_code} {r.text[:200]} and left {after}")
+
+
+@pytest.mark.category("edge_cases")
+def test_a_failure_inside_the_server_is_a_5xx_problem() -> None:
+    """A request that fails inside the server answers a 5xx application/problem+json body."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        one, two = api.create()["id"], api.create()["id"]
+        clock.fail = 1_000_000  # every read of the clock raises from now on
+        submit = {"json": JOB, "headers": {"Idempotency-Key": "k"}}
+        for method, url, kw in (("POST", "/jobs", submit), ("POST", f"/jobs/{one}/cancel", {}),
+                                ("POST", f"/jobs/{two}/transitions", {"json": {"to": "running"}})):
+            r = api.call(method, url, **kw)
+            assert r.status_code >= 500, (
+                f"with a clock that raises, {method} {url} answered {r.status_code} {r.text[:200]}")
+            expect_problem(r, r.status_code)
+
 @pytest.mark.category("edge_cases")
 def test_key_replays_within_24_hours() -> None:
     """A key used 23 hours ago still replays."""
@@ -401,3 +447,22 @@ def test_a_reordered_command_is_a_different_body() -> None:
             assert r.status_code == 422, (
                 f"command ['rm', '-rf', '/tmp/x'] then {command} with one key answered "
                 f"{r.status_code}, expected 422: the order of a list is part of its value")
+
+
+def test_text_in_another_unicode_normalization_is_a_different_body() -> None:
+    """With one key, a name or command in other Unicode code points is 422.
+
+    Text that normalizes to the same string (NFC, NFKC) is still another value.
+    """
+    pairs = [({"name": "caf\u00e9"}, {"name": "cafe\u0301"}),  # precomposed, then combining
+             ({"command": ["cafe\u0301"]}, {"command": ["caf\u00e9"]}),
+             ({"command": ["\ufb01le"]}, {"command": ["file"]})]  # the ligature, then two letters
+    with open_api() as api:
+        for i, (first, second) in enumerate(pairs):
+            r = api.submit(JOB | first, key=f"k{i}")
+            assert r.status_code == 201, f"POST /jobs with {first!a} answered {r.status_code}"
+            r = api.submit(JOB | second, key=f"k{i}")
+            assert r.status_code == 422, (
+                f"POST /jobs with {first!a}, then with {second!a} under the same key, answered "
+                f"{r.status_code} {r.text[:200]}; expected 422: the values differ in their code "
+                "points, and only key order and whitespace may differ in the same body")
