@@ -81,10 +81,11 @@ _GRAIN = 10  # the progress handler runs every _GRAIN steps
 
 
 def _page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None,
-                deep: bool) -> int:
-    """Steps of one page of 4 among `n` jobs that share one created_at: the first, or a deep one."""
+                deep: bool, step: float = 0.0) -> int:
+    """Steps of one page of 4 among `n` jobs, the first or a deep one; by default the jobs share
+    one created_at (a clock that stands still: one bulk submission), else `step` apart."""
     sql = _SqlSteps(monkeypatch)
-    with open_api(clock=Clock()) as api:  # a clock that stands still: one bulk submission
+    with open_api(clock=Clock(step=step)) as api:
         for _ in range(n):
             api.create()
         params: dict[str, Any] = {"state": state} if state else {}
@@ -118,6 +119,22 @@ def test_deep_page_among_jobs_sharing_created_at_costs_the_same(
         f"a deep page took {many} SQLite steps among 128 jobs sharing one created_at, {few} among"
         " 16: a keyset query must seek to the cursor, not walk every job with its created_at"
         " (a row value `(created_at, id) < (?, ?)` does)")
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(60)
+def test_a_deep_page_costs_the_same_sqlite_steps_with_16x_more_jobs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page deep in the list costs the same SQLite steps with 16x more jobs."""
+    few = _page_steps(monkeypatch, 16, None, deep=True, step=0.001)
+    many = _page_steps(monkeypatch, 256, None, deep=True, step=0.001)
+    if few == 0:
+        return  # no SQL went through sqlite3.connect: nothing this check can measure
+    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
+    assert many < 2 * few + 200, (
+        f"a page 8 jobs from the end took {many} SQLite steps with 248 newer jobs before its "
+        f"cursor, {few} with 8: a keyset query must seek to the cursor, not walk the newer jobs "
+        "(SQLite scans the whole index for `created_at < ? OR (created_at = ? AND id < ?)`)")
 
 
 @pytest.mark.category("performance")
