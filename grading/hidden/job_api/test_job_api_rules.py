@@ -325,9 +325,11 @@ def test_text_in_another_unicode_normalization_is_a_different_body() -> None:
 
     Text that normalizes to the same string (NFC, NFKC) is still another value.
     """
-    pairs = [({"name": "caf\u00e9"}, {"name": "cafe\u0301"}),  # precomposed, then combining
-             ({"command": ["cafe\u0301"]}, {"command": ["caf\u00e9"]}),
-             ({"command": ["\ufb01le"]}, {"command": ["file"]})]  # the ligature, then two letters
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        ({"name": "caf\u00e9"}, {"name": "cafe\u0301"}),  # precomposed, then combining
+        ({"command": ["cafe\u0301"]}, {"command": ["caf\u00e9"]}),
+        ({"command": ["\ufb01le"]}, {"command": ["file"]}),  # the ligature, then two letters
+    ]
     with open_api() as api:
         for i, (first, second) in enumerate(pairs):
             r = api.submit(JOB | first, key=f"k{i}")
