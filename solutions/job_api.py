@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -54,10 +54,19 @@ CREATE TABLE IF NOT EXISTS idempotency (
 """
 
 
+def _unicode(text: str) -> str:
+    """`text` if it is Unicode text; a lone surrogate (JSON's `"\\udfff"`) is a ValueError."""
+    text.encode()  # UnicodeEncodeError is a ValueError: a 422 here, not a 500 when stored
+    return text
+
+
+_Text = Annotated[str, AfterValidator(_unicode)]
+
+
 class _JobIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
-    command: list[str] = Field(min_length=1)
+    name: _Text = Field(min_length=1, max_length=200)
+    command: list[_Text] = Field(min_length=1)
     gpus: int = Field(ge=1, le=64)
 
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = ["app", "create_app"]
 
@@ -25,12 +25,21 @@ _Target = Literal["running", "succeeded", "failed", "cancelled"]
 _JobId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 
 
+def _unicode(text: str) -> str:
+    """`text` if it is Unicode text; a lone surrogate (JSON's `"\\udfff"`) is a ValueError (422)."""
+    text.encode()  # UnicodeEncodeError is a ValueError: pydantic reports it as invalid input
+    return text
+
+
+_Text = Annotated[str, AfterValidator(_unicode)]
+
+
 class _JobIn(BaseModel):
     """POST /jobs body: strict types (no coercion of "4" or true), no unknown fields."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
-    command: list[str] = Field(min_length=1)
+    name: _Text = Field(min_length=1, max_length=200)
+    command: list[_Text] = Field(min_length=1)
     gpus: int = Field(ge=1, le=64)
 
 

@@ -258,3 +258,79 @@ def test_two_non_ascii_keys_are_two_keys_or_both_refused() -> None:
             f"answered {second.status_code} {second.text[:200]}; expected 201, a new job: the "
             "keys differ, so nothing may turn both into one (decoding them as UTF-8 with "
             "errors='replace' makes both '\\ufffdt\\ufffd')")
+
+
+
+_LONE_SURROGATES = [b'{"name": "a", "command": ["\\udfff"], "gpus": 1}',
+                    b'{"name": "a", "command": ["python", "x\\ud83d"], "gpus": 1}',
+                    b'{"name": "a\\ud800b", "command": ["x"], "gpus": 1}']
+
+
+@pytest.mark.category("bad_input")
+def test_a_lone_surrogate_in_a_string_is_a_4xx_problem() -> None:
+    """A string holding a lone surrogate escape ("\\udfff") is a 400 or 422 problem, never 5xx."""
+    with open_api() as api:
+        api.create()
+        for i, body in enumerate(_LONE_SURROGATES):
+            r = api.call("POST", "/jobs", content=body,
+                         headers={"Idempotency-Key": f"k{i}", "Content-Type": "application/json"})
+            assert r.status_code in (400, 422), (
+                f"POST /jobs with the body {body.decode()} answered {r.status_code} "
+                f"{r.text[:200]}; expected 400 or 422: a lone surrogate is not Unicode text (it "
+                "cannot be stored or sent as UTF-8), so refuse it when validating the body")
+            expect_problem(r, 400, 422)
+            assert len(api.call("GET", "/jobs").json()["items"]) == 1, f"{body!r} made a job"
+
+
+@pytest.mark.category("bad_input")
+def test_unknown_fields_or_wrong_types_in_a_transition_are_422() -> None:
+    """A transition body with an unknown field or a `to` that is not a string is 422."""
+    with open_api() as api:
+        job = api.create()
+        url = f"/jobs/{job['id']}/transitions"
+        for body in ({"to": "running", "reason": "worker-7"}, {"to": ["running"]}, {"to": 1}):
+            r = api.call("POST", url, json=body)
+            assert r.status_code == 422, (
+                f"POST {url} with {body} answered {r.status_code} {r.text[:200]}; expected 422: "
+                "unknown fields and wrong types are refused on every route, not only POST /jobs")
+            expect_problem(r, 422)
+            assert api.call("GET", f"/jobs/{job['id']}").json() == job, f"{body} moved the job"
+
+
+@pytest.mark.category("bad_input")
+def test_a_transition_with_a_body_over_64_kib_is_413() -> None:
+    """A body over 64 KiB is 413 on /transitions too, with or without a Content-Length."""
+    body = b'{"to": "running"' + b" " * 70_000 + b"}"
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 8192):
+            yield body[start:start + 8192]
+
+    with open_api() as api:
+        job = api.create()
+        url = f"/jobs/{job['id']}/transitions"
+        for how, content in (("with a Content-Length", body), ("in chunks", chunks())):
+            r = api.call("POST", url, content=content, headers={"Content-Type": "application/json"})
+            assert r.status_code == 413, (
+                f"POST {url} with a {len(body):,}-byte body sent {how} answered {r.status_code} "
+                f"{r.text[:200]}; expected 413: the 64 KiB limit holds for every request body")
+            expect_problem(r, 413)
+            assert api.call("GET", f"/jobs/{job['id']}").json() == job, "a 70 KB body moved the job"
+
+
+@pytest.mark.category("bad_input")
+def test_a_key_of_non_breaking_spaces_is_a_key_like_any_other() -> None:
+    """A key of only non-breaking spaces is a key like any other, not an empty one.
+
+    Only space and tab are whitespace around a key; refusing every non-ASCII key stays allowed.
+    """
+    with open_api() as api:
+        statuses = {}
+        for i, key in enumerate((b"\xe9", b"\xa0", b"\x85", b"\xa0\xa0")):  # Latin-1 octets
+            r = api.call("POST", "/jobs", json=JOB | {"gpus": i + 1},
+                         headers={"Idempotency-Key": key})
+            statuses[repr(key.decode("latin-1"))] = r.status_code
+        assert set(statuses.values()) in ({201}, {400}), (
+            f"POST /jobs with these one-octet-per-character keys answered {statuses}; expected "
+            "201 for each (only space and tab count as whitespace around a key, and str.strip() "
+            "strips more), or 400 for each where every non-ASCII key is refused")

@@ -38,6 +38,21 @@ def test_listing_is_newest_first_with_ties_in_a_total_order() -> None:
         assert [j["id"] for j in api.walk(2)] == listed, "paging disagrees with one big page"
 
 
+def test_newest_first_holds_when_the_clock_gains_a_digit() -> None:
+    """Newest first compares times as numbers: 1,000,000,000.5 is newer than 999,999,999.5."""
+    clock = Clock()
+    with open_api(clock=clock) as api:
+        ids = []
+        for t in (9.5, 10.5, 999_999_999.5, 1_000_000_000.5, 1_000_000_001.25):
+            clock.t = t  # 2001-09-09: the epoch's seconds gained a digit
+            ids.append(api.create()["id"])
+        listed = [j["id"] for j in api.call("GET", "/jobs").json()["items"]]
+        assert listed == ids[::-1], (
+            f"jobs created at 9.5, 10.5, 999999999.5, 1000000000.5 and 1000000001.25 (ids {ids}) "
+            f"were listed as {listed}; expected newest first, {ids[::-1]}: compare the times as "
+            "numbers (a TEXT column compares '9.5' > '10.5')")
+        assert [j["id"] for j in api.walk(2)] == listed, "paging disagrees with one big page"
+
 @pytest.mark.points(2)
 @pytest.mark.timeout(60)
 @settings(max_examples=10)
@@ -178,6 +193,31 @@ def test_a_cursor_with_any_one_character_changed_is_400() -> None:
             "the decoded bytes misses a change in the spare bits of a base64 text's last "
             "character; sign or compare the cursor as issued)")
 
+
+
+@pytest.mark.category("bad_input")
+def test_a_cursor_with_a_letter_in_another_case_or_whitespace_inserted_is_400() -> None:
+    """A cursor with a letter's case changed or a space inserted is 400.
+
+    A case-blind or space-skipping decoder (bytes.fromhex) reads both as the issued bytes.
+    """
+    with open_api() as api:
+        for _ in range(5):
+            api.create()
+        cursor = api.call("GET", "/jobs", params={"limit": 2}).json()["next_cursor"]
+        changed = {cursor.upper(), cursor.lower()} - {cursor}
+        changed |= {cursor[:i] + cursor[i].swapcase() + cursor[i + 1:]
+                    for i in range(len(cursor)) if cursor[i].swapcase() != cursor[i]}
+        changed |= {cursor[:i] + " " + cursor[i:] for i in range(1, len(cursor))}
+        accepted = []
+        for bad in sorted(changed):
+            r = api.call("GET", "/jobs", params={"limit": 2, "cursor": bad})
+            if r.status_code != 400:
+                accepted.append((bad, r.status_code))
+        assert not accepted, (
+            f"GET /jobs with the issued cursor {cursor!r} changed in case or with a space "
+            f"inserted answered {accepted[:3]}, expected 400: the API did not issue that cursor "
+            "(bytes.fromhex, for one, ignores case and spaces; compare the cursor as issued)")
 
 _SUBMIT_IN_ANOTHER_PROCESS = """
 import sys

@@ -81,10 +81,11 @@ _GRAIN = 10  # the progress handler runs every _GRAIN steps
 
 
 def _page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None,
-                deep: bool) -> int:
-    """Steps of one page of 4 among `n` jobs that share one created_at: the first, or a deep one."""
+                deep: bool, step: float = 0.0) -> int:
+    """Steps of one page of 4 among `n` jobs, the first or a deep one; by default the jobs share
+    one created_at (a clock that stands still: one bulk submission), else `step` apart."""
     sql = _SqlSteps(monkeypatch)
-    with open_api(clock=Clock()) as api:  # a clock that stands still: one bulk submission
+    with open_api(clock=Clock(step=step)) as api:
         for _ in range(n):
             api.create()
         params: dict[str, Any] = {"state": state} if state else {}
@@ -103,6 +104,15 @@ def _page_steps(monkeypatch: pytest.MonkeyPatch, n: int, state: str | None,
     return steps
 
 
+def _assert_flat(few: int, many: int, why: str) -> None:
+    """`many` steps (the larger size) stay under twice `few` plus a constant; with no steps
+    counted (no SQL went through sqlite3.connect) there is nothing this check can measure."""
+    if few == 0:
+        return
+    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
+    assert many < 2 * few + 200, why
+
+
 @pytest.mark.category("performance")
 @pytest.mark.parametrize("state", [None, "queued"])
 @pytest.mark.timeout(60)
@@ -111,13 +121,23 @@ def test_deep_page_among_jobs_sharing_created_at_costs_the_same(
     """A deep page among jobs that share one created_at costs the same with 8x more of them."""
     few = _page_steps(monkeypatch, 16, state, deep=True)
     many = _page_steps(monkeypatch, 128, state, deep=True)
-    if few == 0:
-        return  # no SQL went through sqlite3.connect: nothing this check can measure
-    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
-    assert many < 2 * few + 200, (
+    _assert_flat(few, many, (
         f"a deep page took {many} SQLite steps among 128 jobs sharing one created_at, {few} among"
         " 16: a keyset query must seek to the cursor, not walk every job with its created_at"
-        " (a row value `(created_at, id) < (?, ?)` does)")
+        " (a row value `(created_at, id) < (?, ?)` does)"))
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(60)
+def test_a_deep_page_costs_the_same_sqlite_steps_with_16x_more_jobs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page deep in the list costs the same SQLite steps with 16x more jobs."""
+    few = _page_steps(monkeypatch, 16, None, deep=True, step=0.001)
+    many = _page_steps(monkeypatch, 256, None, deep=True, step=0.001)
+    _assert_flat(few, many, (
+        f"a page 8 jobs from the end took {many} SQLite steps with 248 newer jobs before its "
+        f"cursor, {few} with 8: a keyset query must seek to the cursor, not walk the newer jobs "
+        "(SQLite scans the whole index for `created_at < ? OR (created_at = ? AND id < ?)`)"))
 
 
 @pytest.mark.category("performance")
@@ -127,12 +147,9 @@ def test_first_page_costs_the_same_sqlite_steps_with_8x_more_jobs(
     """The first page costs the same SQLite steps with 8x more jobs (an index, not a sort)."""
     few = _page_steps(monkeypatch, 16, None, deep=False)
     many = _page_steps(monkeypatch, 128, None, deep=False)
-    if few == 0:
-        return  # no SQL went through sqlite3.connect: nothing this check can measure
-    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
-    assert many < 2 * few + 200, (
+    _assert_flat(few, many, (
         f"the first page took {many} SQLite steps at 128 jobs, {few} at 16: an index on the"
-        " listing order lets SQLite read one page instead of sorting every job")
+        " listing order lets SQLite read one page instead of sorting every job"))
 
 
 def _rare_state_page_steps(monkeypatch: pytest.MonkeyPatch, n: int) -> int:
@@ -160,10 +177,7 @@ def test_a_page_filtered_to_a_rare_state_costs_the_same_with_8x_more_jobs(
     """A page filtered by state costs the same SQLite steps with 8x more jobs in other states."""
     few = _rare_state_page_steps(monkeypatch, 16)
     many = _rare_state_page_steps(monkeypatch, 128)
-    if few == 0:
-        return  # no SQL went through sqlite3.connect: nothing this check can measure
-    kata_measure.count(2 * few + 200, many, label="count: SQLite steps")
-    assert many < 2 * few + 200, (
+    _assert_flat(few, many, (
         f"the first page of state=cancelled (one job, the oldest) took {many} SQLite steps with"
         f" 128 queued jobs newer than it, {few} with 16: the filtered order needs an index of"
-        " its own (state, then the listing order), or SQLite walks every newer job to find it")
+        " its own (state, then the listing order), or SQLite walks every newer job to find it"))
