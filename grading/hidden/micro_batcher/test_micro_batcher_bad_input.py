@@ -95,6 +95,18 @@ def test_int_and_float_subclasses_are_accepted() -> None:
             f"float subclass is a float (only bool is refused)") from exc
 
 
+def test_an_int_max_wait_that_a_float_holds_is_accepted() -> None:
+    """An int max_wait past 2**53 that float() converts (2**60, 2**1000) is a valid window."""
+    for wait in (2**60, 2**1000):
+        try:
+            MicroBatcher(noop, max_batch_size=4, max_wait=wait)
+        except (TypeError, ValueError) as exc:
+            raise AssertionError(
+                f"MicroBatcher(process, max_batch_size=4, max_wait=2**{wait.bit_length() - 1}) "
+                f"raised {exc!r}: float() converts that int, so it is a valid (very long) "
+                f"window; only an int that float() cannot convert (10**400) is too large") from exc
+
+
 def test_a_max_wait_of_another_number_type_is_refused() -> None:
     """A max_wait that is a number but no int or float (a Fraction, a Decimal) raises TypeError."""
     for wait in (Fraction(1, 100), Decimal("0.01")):

@@ -48,6 +48,25 @@ async def test_at_most_max_concurrent_batches_run_at_once(anyio_backend_name: st
     rig.returned(range(12))
 
 
+async def test_every_due_batch_goes_while_slots_are_free(anyio_backend_name: str) -> None:
+    """Two full batches pending at once with two slots free both go at once, not one per
+    wake-up of the batcher."""
+    rig = Rig(size=2, wait=LONG, concurrent=2)
+    rig.gate = anyio.Event()
+    async with rig.open() as tg:
+        await rig.submit_together(tg, 0, 1, 2, 3)
+        running = rig.peak
+        rig.gate.set()
+    assert running == 2, f"max_batch_size=2, max_concurrent_batches=2, 4 callers started " \
+        f"together: {running} call(s) of process ran at once before the first finished, " \
+        f"expected 2 (both batches are full and a slot is free for each)"
+    # Callers started together may be accepted in any order (trio shuffles them).
+    assert sorted(sorted(batch) for batch in rig.batches()) in ([[0, 1], [2, 3]], [[0, 2], [1, 3]],
+                                                               [[0, 3], [1, 2]]), \
+        f"dispatched {rig.batches()}, expected two batches of 2 covering 0..3"
+    rig.returned(range(4))
+
+
 @trio_only
 async def test_one_batch_runs_at_a_time_by_default() -> None:
     """Without max_concurrent_batches, one call of process runs at a time."""

@@ -4,7 +4,9 @@ exceptions, and results of the wrong number or kind."""
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Iterator, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
 
 import anyio
 import pytest
@@ -246,6 +248,38 @@ async def test_results_may_come_back_as_a_tuple(anyio_backend_name: str) -> None
     assert await rig.run([(0.0, [4, 5, 6])], leave_early=True) == []
     assert rig.batches() == [[4, 5, 6]], f"process got {rig.batches()}, expected [[4, 5, 6]]"
     rig.returned([4, 5, 6])
+
+
+class _Results(Sequence[int]):
+    """A sequence of results that is neither a list nor a tuple, as a library might return."""
+
+    def __init__(self, values: list[int]) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._values[index]
+
+
+_SEQUENCES: dict[str, Callable[[list[int]], Sequence[int]]] = {
+    "deque": deque,  # a MutableSequence, so a Sequence
+    "own_sequence_class": _Results,
+}
+
+
+@pytest.mark.parametrize("kind", list(_SEQUENCES))
+async def test_results_may_come_back_as_any_sequence(anyio_backend_name: str, kind: str) -> None:
+    """process may return its results as any sequence of the right length, not only a list or
+    a tuple (a deque, a Sequence class of its own)."""
+    make = _SEQUENCES[kind]
+    rig = Rig(size=3, wait=LONG, results=lambda items: make([10 * x for x in items]))
+    assert await rig.run([(0.0, [4, 5, 6])], leave_early=True) == []
+    assert rig.batches() == [[4, 5, 6]], f"process got {rig.batches()}, expected [[4, 5, 6]]"
+    for i in (4, 5, 6):
+        expect_returned(f"submit({i}), process returning a {kind.replace('_', ' ')} of 3 results",
+                        rig.outcomes.get(i), 10 * i)
 
 
 def _with_falsy(items: list[int]) -> Sequence[int]:
