@@ -168,6 +168,14 @@ def test_a_kv_lora_rank_of_false_raises() -> None:
              "DeepSeek-V3 with kv_lora_rank false")
 
 
+def test_a_kv_lora_rank_that_is_not_an_int_raises() -> None:
+    """A kv_lora_rank of the wrong type (512.0, "512") is a latent rank that is not a positive
+    int: ValueError naming it, never a fall back to standard attention."""
+    for bad in (512.0, "512"):
+        _refused({**DEEPSEEK_V3, "kv_lora_rank": bad}, "kv_lora_rank",
+                 f"DeepSeek-V3 with kv_lora_rank={bad!r}")
+
+
 def test_a_config_that_is_not_a_mapping_raises() -> None:
     """A config that is not a mapping (a list, the JSON text, None, a number) raises TypeError or
     ValueError (either is accepted), never another error."""
