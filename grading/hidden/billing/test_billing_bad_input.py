@@ -181,6 +181,8 @@ class _StampLike:
 _BAD_TIMES: dict[str, dict[str, Any]] = {
     "naive_start": {"start": NAIVE}, "naive_end": {"start": P0, "end": NAIVE},
     "start_is_a_string": {"start": "2026-03-01T00:00:00+00:00"},
+    "both_are_iso_strings": {"start": "2026-03-01T00:00:00+00:00",
+                             "end": "2026-03-01T01:00:00+00:00"},
     "end_is_a_date": {"end": date(2026, 3, 2)}, "end_is_none": {"end": None},
     "end_acts_like_a_datetime": {"end": _StampLike(P0 + 60 * MIN)}}
 
