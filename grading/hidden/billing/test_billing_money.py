@@ -89,7 +89,11 @@ def test_bill_leaves_the_callers_decimal_context_as_it_found_it() -> None:
     """bill leaves the caller's decimal context (precision, rounding, traps) as it found it."""
     records = [rec("a", P0, P0 + timedelta(minutes=45), gpu_count=2),
                rec("b", P0, P0 + timedelta(seconds=5)), rec("c", gpu_count=0)]
-    with decimal.localcontext() as caller:  # the check's own: whatever bill does stays here
+    python_default = decimal.Context(  # Python's defaults, whatever earlier calls left behind
+        prec=28, rounding=decimal.ROUND_HALF_EVEN, Emin=-999_999, Emax=999_999, capitals=1,
+        clamp=0, flags=[], traps=[decimal.InvalidOperation, decimal.DivisionByZero,
+                                  decimal.Overflow])
+    with decimal.localcontext(python_default) as caller:  # whatever bill does stays in here
         before = _settings(caller)
         run_of(records)
         after = _settings(decimal.getcontext())
