@@ -181,8 +181,6 @@ class _StampLike:
 _BAD_TIMES: dict[str, dict[str, Any]] = {
     "naive_start": {"start": NAIVE}, "naive_end": {"start": P0, "end": NAIVE},
     "start_is_a_string": {"start": "2026-03-01T00:00:00+00:00"},
-    "both_are_iso_strings": {"start": "2026-03-01T00:00:00+00:00",
-                             "end": "2026-03-01T01:00:00+00:00"},
     "end_is_a_date": {"end": date(2026, 3, 2)}, "end_is_none": {"end": None},
     "end_acts_like_a_datetime": {"end": _StampLike(P0 + 60 * MIN)}}
 
@@ -246,6 +244,18 @@ def test_a_naive_or_non_datetime_timestamp_is_rejected(fields: dict[str, Any]) -
 def test_an_aware_time_of_day_is_not_a_timestamp() -> None:
     """A time of day is not a datetime, even with a tzinfo: rejected, and the run goes on."""
     _assert_rejected_alone({"start": time(9, tzinfo=UTC)}, R.NAIVE_TIMESTAMP)
+
+
+@pytest.mark.category("bad_input")
+def test_timestamps_written_as_iso_text_are_rejected() -> None:
+    """Timestamps written as ISO-8601 text are not datetimes, even with an offset: rejected."""
+    for start, end in (("2026-03-01T00:00:00+00:00", "2026-03-01T01:00:00+00:00"),
+                       ("2026-03-01T09:00:00+09:00", "2026-03-01T01:00:00Z")):
+        try:
+            _assert_rejected_alone({"start": start, "end": end}, R.NAIVE_TIMESTAMP)
+        except AssertionError as exc:
+            pytest.fail(f"a record from {start!r} to {end!r} (text, both): {exc}; a timestamp "
+                        "must be a datetime, so text is naive_timestamp, never parsed")
 
 
 @pytest.mark.category("bad_input")
