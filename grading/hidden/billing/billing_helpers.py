@@ -226,6 +226,19 @@ def rejected_workload(n: int) -> list[UsageRecord]:
             for i in range(n)]
 
 
+def descending_rejections(n: int) -> list[UsageRecord]:
+    """`n` records with a gpu_count of 0, their ids in descending order: a run of rejections
+    that arrives back to front."""
+    start, end = P0 + SEC, P0 + 61 * SEC
+    return [UsageRecord(f"id{i:07d}", "vision", "h100", 0, start, end) for i in range(n, 0, -1)]
+
+
+def conflicts_workload(n: int) -> list[UsageRecord]:
+    """`n` ids, each sent twice with a different gpu_count: `n` conflicting duplicates."""
+    return [UsageRecord(f"id{i}", "vision", "h100", count, P0 + i * SEC, P0 + (i + 60) * SEC)
+            for i in range(n) for count in (1, 2)]
+
+
 def teams_workload(n: int) -> list[UsageRecord]:
     """`n` good records, each of a team of its own: `n` invoices of one line."""
     return [UsageRecord(f"id{i}", f"team{i}", "h100", 1, P0 + i * SEC, P0 + (i + 60) * SEC)

@@ -247,6 +247,18 @@ def test_an_aware_time_of_day_is_not_a_timestamp() -> None:
 
 
 @pytest.mark.category("bad_input")
+def test_timestamps_written_as_iso_text_are_rejected() -> None:
+    """Timestamps written as ISO-8601 text are not datetimes, even with an offset: rejected."""
+    for start, end in (("2026-03-01T00:00:00+00:00", "2026-03-01T01:00:00+00:00"),
+                       ("2026-03-01T09:00:00+09:00", "2026-03-01T01:00:00Z")):
+        try:
+            _assert_rejected_alone({"start": start, "end": end}, R.NAIVE_TIMESTAMP)
+        except AssertionError as exc:
+            pytest.fail(f"a record from {start!r} to {end!r} (text, both): {exc}; a timestamp "
+                        "must be a datetime, so text is naive_timestamp, never parsed")
+
+
+@pytest.mark.category("bad_input")
 def test_a_timestamp_whose_zone_gives_no_offset_is_rejected_as_naive() -> None:
     """A timestamp whose tzinfo gives no UTC offset is naive: rejected, and the run goes on."""
     for fields in ({"start": NAIVE.replace(tzinfo=FLOATING)},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -61,7 +62,8 @@ def test_half_a_cent_rounds_up() -> None:
 def test_a_line_is_rounded_once_not_each_record() -> None:
     """A line is rounded once, from its exact total, not record by record."""
     for price, minutes, want in [("0.24", [1] * 10, "0.04"), ("0.30", [1] * 10, "0.05"),
-                                 ("1.00", [1] * 3, "0.05")]:
+                                 ("1.00", [1] * 3, "0.05"), ("0.01", [10] * 3, "0.01"),
+                                 ("0.03", [3] * 10, "0.02")]:  # the last two: half a cent
         got = priced(price, minutes)
         assert got == Decimal(want), f"{len(minutes)} records of {minutes[0]} min at {price}/h " \
                                      f"billed {got}, want {want}"
@@ -74,6 +76,32 @@ def test_amounts_that_land_on_half_a_cent_are_exact() -> None:
                                  ("0.35", [2] * 3, "0.04"), ("0.69", [10], "0.12")]:
         got = priced(price, minutes)
         assert got == Decimal(want), f"{minutes} min at {price}/h billed {got}, want {want}"
+
+
+def _settings(context: decimal.Context) -> dict[str, object]:
+    """What a decimal context decides (its flags record what happened, so they are left out)."""
+    return {"prec": context.prec, "rounding": context.rounding, "Emin": context.Emin,
+            "Emax": context.Emax, "capitals": context.capitals, "clamp": context.clamp,
+            "traps": sorted(t.__name__ for t, on in context.traps.items() if on)}
+
+
+def test_bill_leaves_the_callers_decimal_context_as_it_found_it() -> None:
+    """bill leaves the caller's decimal context (precision, rounding, traps) as it found it."""
+    records = [rec("a", P0, P0 + timedelta(minutes=45), gpu_count=2),
+               rec("b", P0, P0 + timedelta(seconds=5)), rec("c", gpu_count=0)]
+    python_default = decimal.Context(  # Python's defaults, whatever earlier calls left behind
+        prec=28, rounding=decimal.ROUND_HALF_EVEN, Emin=-999_999, Emax=999_999, capitals=1,
+        clamp=0, flags=[], traps=[decimal.InvalidOperation, decimal.DivisionByZero,
+                                  decimal.Overflow])
+    with decimal.localcontext(python_default) as caller:  # whatever bill does stays in here
+        before = _settings(caller)
+        run_of(records)
+        after = _settings(decimal.getcontext())
+    changed = {k: (v, after[k]) for k, v in before.items() if after[k] != v}
+    assert not changed, (
+        f"after bill, the caller's decimal context changed: {changed} (before, after); set "
+        "what bill needs in a decimal.localcontext(), or compute in integers, never in the "
+        "caller's context")
 
 
 # --- Magnitudes beyond float precision and Decimal's default 28-digit context -------------------

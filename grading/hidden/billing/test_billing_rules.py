@@ -274,6 +274,17 @@ def test_record_ids_are_matched_exactly() -> None:
             f"id billed as issued, total {want}")
 
 
+def test_teams_are_matched_exactly() -> None:
+    """Teams are matched exactly: "nlp", "nlp " and "NLP" get an invoice each."""
+    teams = ["nlp", "nlp ", "NLP", " nlp"]
+    run = run_of([rec(f"r{i}", team=team) for i, team in enumerate(teams)])
+    got = {team: total_of(run, team) for team in run.invoices}
+    want = {team: Decimal("3.60") for team in teams}
+    assert got == want, (
+        f"an hour of h100 for each of the teams {teams}: invoice totals {got}; want an invoice "
+        f"for every team as issued, {want}")
+
+
 @pytest.mark.category("edge_cases")
 def test_record_ids_in_different_unicode_forms_are_different_records() -> None:
     """Record ids are not normalised: "\u00e9" and "e\u0301" are two records."""
@@ -345,6 +356,9 @@ _OPEN: dict[str, tuple[list[UsageRecord], list[tuple[list[Any], set[str], str]]]
         [rec("o", NAIVE, NAIVE + MIN), rec("o", NAIVE.replace(fold=1), NAIVE + MIN)], [
             ([("o", R.NAIVE_TIMESTAMP)], {"ok"}, "3.60"),
             ([("o", R.CONFLICTING_DUPLICATE)], {"ok"}, "3.60")]),
+    "list_gpu_counts_of_int_and_float": ([rec("o", gpu_count=[1]), rec("o", gpu_count=[1.0])], [
+        ([("o", R.BAD_GPU_COUNT)], {"ok"}, "3.60"),
+        ([("o", R.CONFLICTING_DUPLICATE)], {"ok"}, "3.60")]),
     "nan_gpu_count_copies": ([rec("o", gpu_count=math.nan), rec("o", gpu_count=-math.nan)], [
         ([("o", R.BAD_GPU_COUNT)], {"ok"}, "3.60"),
         ([("o", R.CONFLICTING_DUPLICATE)], {"ok"}, "3.60")]),
