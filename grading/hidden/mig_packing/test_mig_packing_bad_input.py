@@ -333,6 +333,62 @@ def test_a_record_with_an_instances_fields_is_not_released() -> None:
             f"instances() after release({bad!r}) is {gpu.instances()!r}, expected [{held!r}]")
 
 
+class Mine(Instance):
+    """A candidate's own subclass of Instance: same fields, another class."""
+
+
+def test_an_instance_of_an_instance_subclass_is_not_released() -> None:
+    """release of an object of an Instance subclass with the held instance's three fields
+    raises TypeError or ValueError (either is accepted) and frees nothing: it is not equal to
+    the held Instance."""
+
+    gpu = Gpu("A100-80GB")
+    held = gpu.place("3g.40gb", 0)
+    bad = Mine("3g.40gb", 0, 4)
+    try:
+        gpu.release(bad)
+    except (TypeError, ValueError):
+        pass
+    else:
+        pytest.fail(f"release of an Instance subclass's {bad!r} returned on a GPU holding "
+                    f"{held!r}: expected TypeError or ValueError; it is not == the held Instance "
+                    "(release compares with ==, not field by field)")
+    assert gpu.instances() == [held], (
+        f"instances() after releasing an Instance subclass's {bad!r} is {gpu.instances()!r}, "
+        f"expected [{held!r}]")
+
+
+def _profile_unknown(name: str, how: str) -> None:
+    gpu = Gpu("A100-80GB")
+    try:
+        got: object = gpu.place(name)
+    except ValueError:
+        pass
+    else:
+        pytest.fail(f"place({name!r}) returned {got!r}: expected ValueError, {how}")
+    assert gpu.instances() == [], f"a refused place({name!r}) left {gpu.instances()!r} behind"
+    try:
+        got = plan({name: 1}, 1, "A100-80GB")
+    except ValueError:
+        return
+    pytest.fail(f"plan({{{name!r}: 1}}, 1, 'A100-80GB') returned {got!r}: expected ValueError, "
+                f"{how}")
+
+
+def test_a_profile_name_in_another_case_is_unknown() -> None:
+    """A profile name spelt in another case ("3G.40GB", "7G.80GB") is not in the table:
+    ValueError, in place and in plan."""
+    for name in ("3G.40GB", "7G.80GB", "1G.10GB"):
+        _profile_unknown(name, "profile names are the table's exactly, case included")
+
+
+def test_a_profile_name_with_nvidia_smis_mig_prefix_is_unknown() -> None:
+    """A profile name as `nvidia-smi -L` prints it ("MIG 3g.40gb") is not in the table:
+    ValueError, in place and in plan."""
+    for name in ("MIG 3g.40gb", "MIG 7g.80gb", "MIG 1g.10gb"):
+        _profile_unknown(name, "profile names are the table's exactly, with no \"MIG \" prefix")
+
+
 def test_a_model_name_with_surrounding_whitespace_is_unknown() -> None:
     """A model name with surrounding whitespace ("A100-80GB\\n", as nvidia-smi prints it, or
     " H100-80GB") is not a model of the table: ValueError, in Gpu and in plan."""

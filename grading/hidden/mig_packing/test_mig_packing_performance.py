@@ -117,3 +117,44 @@ def test_plan_time_stays_linear_on_a_fleet_of_2_slice_1g() -> None:
     _assert_linear_on_a_fleet("1g.20gb", 1, _SHORT_SMALL, _SHORT_GROWTH, _SHORT_LIMIT,
                               "1g.20gb (such as taking the next free slices 6-7 from the front "
                               "of a list with list.pop(0))")
+
+
+# One 4g a GPU: 2,000 -> 64,000 GPUs, each 4g in a left half (the only place a 4g goes).
+# Linear work takes 32x to about 70x (the large lists outgrow the caches); finding each 4g's
+# left half with a scan from GPU 0 (list.index) is quadratic in the 4g count and takes about
+# 1,000x.
+_FOURS_SMALL, _FOURS_GROWTH, _FOURS_LIMIT = 2_000, 32, 200.0
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(300)
+@pytest.mark.points(2)
+def test_plan_time_stays_linear_on_a_fleet_of_4g() -> None:
+    """plan for 64,000 GPUs of one 4g each takes about 32x the time of 2,000, not more."""
+    _assert_linear_on_a_fleet("4g.40gb", 1, _FOURS_SMALL, _FOURS_GROWTH, _FOURS_LIMIT,
+                              "4g (such as a scan from the first GPU for a free left half)")
+
+
+# One 7g on 4,000 -> 256,000 GPUs: all but one GPU idle. Linear work takes 64x to about 140x
+# (the large lists outgrow the caches); putting each idle GPU's [] at the front of the list
+# (list.insert(0, [])) is quadratic in the idle GPUs and takes well over 1,000x.
+_IDLE_SMALL, _IDLE_GROWTH, _IDLE_LIMIT = 4_000, 64, 400.0
+
+
+@pytest.mark.category("performance")
+@pytest.mark.timeout(300)
+@pytest.mark.points(2)
+def test_plan_time_stays_linear_in_idle_gpus() -> None:
+    """plan for one 7g on 256,000 GPUs, the rest idle, takes about 64x the time of 4,000 GPUs,
+    not more."""
+    model, small, large = "A100-80GB", _IDLE_SMALL, _IDLE_SMALL * _IDLE_GROWTH
+    one = {"7g.80gb": 1}
+    got = plan(one, small, model)
+    assert got is not None, f"plan({one}, {small}) returned None; a 7g fits a GPU"
+    check_plan(got, one, small, model)
+
+    ratio = growth(lambda: plan(one, small, model), lambda: plan(one, large, model), _IDLE_LIMIT)
+    assert ratio < _IDLE_LIMIT, (
+        f"plan for one 7g on {large} GPUs took {times(ratio, _IDLE_LIMIT)} the time of {small} "
+        f"GPUs: expected about {_IDLE_GROWTH}x; work that grows with the fleet for each idle GPU "
+        "(such as list.insert(0, []) to list idle GPUs first) makes it quadratic")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import UserDict
+from collections import UserDict, defaultdict
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -137,6 +137,19 @@ def test_plan_takes_mappings_that_are_not_dicts() -> None:
                         "accepted, not only a dict")
         assert got is not None, f"plan({view!r}, 2) returned None; it fits"
         check_plan(got, requests, 2, "A100-80GB")
+
+
+def test_plan_adds_nothing_to_a_defaultdict_of_requests() -> None:
+    """plan leaves requests as they were: a defaultdict of requests gains no entry (reading
+    requests[name] for a profile not listed would add one)."""
+    for requests, gpus in [({"3g.40gb": 1}, 1), ({"2g.20gb": 4, "3g.40gb": 2}, 2),
+                           ({"7g.80gb": 3}, 2)]:
+        counts = defaultdict(int, requests)
+        plan(counts, gpus, "A100-80GB")
+        assert dict(counts) == requests, (
+            f"plan(defaultdict(int, {requests}), {gpus}, 'A100-80GB') changed the requests to "
+            f"{dict(counts)}: plan must leave the caller's mapping as it was (read only the "
+            "names it holds, or use .get)")
 
 
 @pytest.mark.category("bad_input")
