@@ -50,11 +50,14 @@ def test_a_process_name_runs_to_the_next_comma_and_space() -> None:
 
 @pytest.mark.category("bad_input")
 @pytest.mark.parametrize("suffix", [" GPU-CI:01", " GPU-I:zz", " GPU-I:", " GPU-I:05 junk",
-                                    " GPU-CI:01 GPU-I:05"],
+                                    " GPU-CI:01 GPU-I:05", " GPU-I:\u0660\u0665",
+                                    " GPU-I:05 GPU-CI:\u0661"],
                          ids=["compute_instance_alone", "instance_not_decimal", "instance_empty",
-                              "trailing_junk", "reversed_order"])
+                              "trailing_junk", "reversed_order", "instance_not_ascii_digits",
+                              "compute_instance_not_ascii_digits"])
 def test_a_broken_mig_suffix_is_malformed(suffix: str) -> None:
-    """A MIG suffix other than GPU-I:NN, then possibly GPU-CI:NN, makes the line malformed."""
+    """A MIG suffix other than GPU-I:NN, then possibly GPU-CI:NN (NN ASCII digits), makes the
+    line malformed."""
     line = f"NVRM: Xid (PCI:0000:3b:00{suffix}): 79, GPU has fallen off the bus"
     try:
         got = parse_line(line)
@@ -73,6 +76,34 @@ def _not_malformed(cases: dict[str, str]) -> list[str]:
             continue
         wrong.append(f"{name}: parse_line({line!r}) returned {got!r}")
     return wrong
+
+
+@pytest.mark.category("bad_input")
+def test_a_pci_address_of_non_ascii_digits_is_malformed() -> None:
+    """The PCI address is ASCII hex: Arabic-Indic or fullwidth digits in the domain, bus or
+    device make the line malformed."""
+    cases = {
+        "arabic_indic_domain": "NVRM: Xid (PCI:\u0660\u0660\u0660\u0660:3b:00): 79, msg",
+        "arabic_indic_bus": "NVRM: Xid (PCI:0000:\u0663b:00): 79, msg",
+        "fullwidth_device": "NVRM: Xid (0000:3b:\uff10\uff10): 79, msg",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, ("expected MalformedXidLine (rule 5: the address is hex, and a digit is an "
+                       "ASCII digit; \\d in a regex takes any Unicode digit):\n" + "\n".join(wrong))
+
+
+@pytest.mark.category("bad_input")
+def test_a_pci_function_number_in_the_address_is_malformed() -> None:
+    """The Xid address is DOMAIN:BB:DD: a PCI function (0000:3b:00.0, as SXid lines write it)
+    makes the line malformed."""
+    cases = {
+        "function_zero": "NVRM: Xid (PCI:0000:3b:00.0): 79, GPU has fallen off the bus.",
+        "function_then_mig_suffix": "NVRM: Xid (PCI:0000:01:00.0 GPU-I:05): 94, Contained",
+        "no_pci_keyword": "NVRM: Xid (0000:3b:00.1): 13, pid=7, name=python3, Ch 08",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, ("expected MalformedXidLine (rule 5: the parentheses hold [PCI:]DOMAIN:BB:DD "
+                       "and an optional MIG suffix, nothing else):\n" + "\n".join(wrong))
 
 
 @pytest.mark.category("bad_input")
