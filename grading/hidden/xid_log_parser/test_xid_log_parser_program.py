@@ -92,6 +92,20 @@ def test_program_text_report_lists_every_actionable_gpu_whatever_top(
             f"GPUs):\n{out}")
 
 
+def test_program_reads_a_file_named_twice_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FILE named twice is read twice: the files are one stream in the order given, with no
+    deduplication."""
+    path = write(tmp_path / "a.log", LOG_A)
+    code, out, _ = run_main(capsys, path, path, "--format", "json")
+    obj = as_json(out)
+    got = (code, obj["lines"], obj["events"], obj["malformed"])
+    assert got == (0, 8, 4, 2), (
+        f"main([a.log, a.log]) gave (status, lines, events, malformed) {got}, expected "
+        "(0, 8, 4, 2): a.log (4 lines, 2 events, 1 malformed) counted once per time it is named")
+
+
 @pytest.mark.category("edge_cases")
 def test_program_reads_invalid_utf8_and_crlf_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
