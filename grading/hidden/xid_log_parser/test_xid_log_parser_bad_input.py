@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -118,18 +119,18 @@ def test_summarize_refuses_bad_arguments() -> None:
                 f"summarize([], **{kwargs})")
 
 
-_BAD_ARGUMENTS: list[tuple[dict[str, object], type[Exception]]] = [
+_Cases = list[tuple[dict[str, object], type[Exception]]]
+_BAD_ARGUMENTS: _Cases = [
     ({"top": -1}, ValueError), ({"top": True}, TypeError), ({"top": "3"}, TypeError),
-    ({"top": 2.5}, TypeError),
     ({"default_host": ""}, ValueError), ({"default_host": b""}, TypeError),
 ]
 
 
-@pytest.mark.category("bad_input")
-def test_summarize_checks_its_arguments_before_reading_a_line() -> None:
-    """summarize refuses bad arguments before it reads a line: the stream is left untouched."""
+def _not_refused_before_reading(cases: _Cases) -> list[str]:
+    """One line per (kwargs, exception) where summarize(lines, **kwargs) does not raise that
+    exception before it reads the first line."""
     wrong = []
-    for kwargs, exc in _BAD_ARGUMENTS:
+    for kwargs, exc in cases:
         first = xid("0000:3b:00", 79)
         lines = iter([first, "usb 1-1: new device\n"])
         try:
@@ -144,4 +145,20 @@ def test_summarize_checks_its_arguments_before_reading_a_line() -> None:
         elif next(lines, None) != first:
             wrong.append(f"summarize(lines, **{kwargs}) raised {exc.__name__} but read lines "
                          "first: the arguments are checked before the first line is read")
+    return wrong
+
+
+@pytest.mark.category("bad_input")
+def test_summarize_checks_its_arguments_before_reading_a_line() -> None:
+    """summarize refuses bad arguments before it reads a line: the stream is left untouched."""
+    wrong = _not_refused_before_reading(_BAD_ARGUMENTS)
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.category("bad_input")
+def test_summarize_refuses_a_top_that_is_not_an_int_before_reading_a_line() -> None:
+    """summarize refuses a top that is a float or a Decimal (2.5, 2.0, Decimal(3)) with
+    TypeError before it reads a line, not when it cuts the top GPUs at the end."""
+    wrong = _not_refused_before_reading([({"top": 2.5}, TypeError), ({"top": 2.0}, TypeError),
+                                         ({"top": Decimal(3)}, TypeError)])
     assert not wrong, "\n".join(wrong)
