@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from decimal import Decimal
 from typing import Any
 
@@ -37,7 +38,7 @@ def test_parse_line_refuses_a_default_host_that_is_not_a_str() -> None:
     line = xid("0000:3b:00", 79)
     bad_hosts: list[Any] = [17, b"node-1", 0]
     for bad in bad_hosts:
-        refused(TypeError, lambda bad=bad: parse_line(line, default_host=bad),
+        refused(TypeError, functools.partial(parse_line, line, default_host=bad),
                 f"parse_line({line!r}, default_host={bad!r})")
 
 
