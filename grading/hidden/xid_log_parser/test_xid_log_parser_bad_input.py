@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from decimal import Decimal
+from typing import Any
+
 import pytest
 from xid_log_parser import MalformedXidLine, parse_line, summarize
 from xid_log_parser_helpers import MALFORMED, SYSLOG, nonzero, refused, xid
@@ -25,6 +29,29 @@ def test_empty_default_host_is_refused() -> None:
     for lines in ([xid("0000:3b:00", 79)], [], ["usb 1-1: new device\n"]):
         refused(ValueError, lambda: summarize(lines, default_host=""),  # noqa: B023
                 f"summarize({lines!r}, default_host='')")
+
+
+@pytest.mark.category("bad_input")
+def test_parse_line_refuses_a_default_host_that_is_not_a_str() -> None:
+    """parse_line refuses a default_host that is neither a str nor None (17, b"node-1") with
+    TypeError, as summarize does."""
+    line = xid("0000:3b:00", 79)
+    bad_hosts: list[Any] = [17, b"node-1", 0]
+    for bad in bad_hosts:
+        refused(TypeError, functools.partial(parse_line, line, default_host=bad),
+                f"parse_line({line!r}, default_host={bad!r})")
+
+
+@pytest.mark.category("bad_input")
+def test_a_malformed_sample_keeps_its_trailing_spaces() -> None:
+    """A malformed line's sample is the line without its ending: trailing spaces and tabs before
+    the ending are kept."""
+    line = "NVRM: Xid (PCI:0000:3b:00): 7x9, garbled  \t "
+    s = summarize(["noise\n", line + "\r\n", line + "\n"])
+    want = [(2, line), (3, line)]
+    assert [tuple(x) for x in s.malformed_samples] == want, (
+        f"malformed_samples {s.malformed_samples}, expected {want} (rule 8: only the line ending "
+        "is cut, \\r\\n or \\n, not the spaces before it)")
 
 
 @pytest.mark.points(2)
@@ -93,17 +120,18 @@ def test_summarize_refuses_bad_arguments() -> None:
                 f"summarize([], **{kwargs})")
 
 
-_BAD_ARGUMENTS: list[tuple[dict[str, object], type[Exception]]] = [
+_Cases = list[tuple[dict[str, object], type[Exception]]]
+_BAD_ARGUMENTS: _Cases = [
     ({"top": -1}, ValueError), ({"top": True}, TypeError), ({"top": "3"}, TypeError),
     ({"default_host": ""}, ValueError), ({"default_host": b""}, TypeError),
 ]
 
 
-@pytest.mark.category("bad_input")
-def test_summarize_checks_its_arguments_before_reading_a_line() -> None:
-    """summarize refuses bad arguments before it reads a line: the stream is left untouched."""
+def _not_refused_before_reading(cases: _Cases) -> list[str]:
+    """One line per (kwargs, exception) where summarize(lines, **kwargs) does not raise that
+    exception before it reads the first line."""
     wrong = []
-    for kwargs, exc in _BAD_ARGUMENTS:
+    for kwargs, exc in cases:
         first = xid("0000:3b:00", 79)
         lines = iter([first, "usb 1-1: new device\n"])
         try:
@@ -118,4 +146,20 @@ def test_summarize_checks_its_arguments_before_reading_a_line() -> None:
         elif next(lines, None) != first:
             wrong.append(f"summarize(lines, **{kwargs}) raised {exc.__name__} but read lines "
                          "first: the arguments are checked before the first line is read")
+    return wrong
+
+
+@pytest.mark.category("bad_input")
+def test_summarize_checks_its_arguments_before_reading_a_line() -> None:
+    """summarize refuses bad arguments before it reads a line: the stream is left untouched."""
+    wrong = _not_refused_before_reading(_BAD_ARGUMENTS)
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.category("bad_input")
+def test_summarize_refuses_a_top_that_is_not_an_int_before_reading_a_line() -> None:
+    """summarize refuses a top that is a float or a Decimal (2.5, 2.0, Decimal(3)) with
+    TypeError before it reads a line, not when it cuts the top GPUs at the end."""
+    wrong = _not_refused_before_reading([({"top": 2.5}, TypeError), ({"top": 2.0}, TypeError),
+                                         ({"top": Decimal(3)}, TypeError)])
     assert not wrong, "\n".join(wrong)

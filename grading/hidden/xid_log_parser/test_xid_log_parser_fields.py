@@ -76,6 +76,47 @@ def _not_malformed(cases: dict[str, str]) -> list[str]:
 
 
 @pytest.mark.category("bad_input")
+def test_a_pci_address_of_non_ascii_digits_is_malformed() -> None:
+    """The PCI address is ASCII hex: Arabic-Indic or fullwidth digits in the domain, bus or
+    device make the line malformed."""
+    cases = {
+        "arabic_indic_domain": "NVRM: Xid (PCI:\u0660\u0660\u0660\u0660:3b:00): 79, msg",
+        "arabic_indic_bus": "NVRM: Xid (PCI:0000:\u0663b:00): 79, msg",
+        "fullwidth_device": "NVRM: Xid (0000:3b:\uff10\uff10): 79, msg",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, ("expected MalformedXidLine (rule 5: the address is hex, and a digit is an "
+                       "ASCII digit; \\d in a regex takes any Unicode digit):\n" + "\n".join(wrong))
+
+
+@pytest.mark.category("bad_input")
+def test_a_mig_number_of_non_ascii_digits_is_malformed() -> None:
+    """The NN of GPU-I:NN and GPU-CI:NN is ASCII digits: Arabic-Indic digits make the line
+    malformed."""
+    cases = {
+        "instance": "NVRM: Xid (PCI:0000:3b:00 GPU-I:\u0660\u0665): 79, msg",
+        "compute_instance": "NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:\u0661): 94, Contained",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, ("expected MalformedXidLine (rule 5: NN is one or more ASCII digits, as for "
+                       "the code; \\d in a regex takes any Unicode digit):\n" + "\n".join(wrong))
+
+
+@pytest.mark.category("bad_input")
+def test_a_pci_function_number_in_the_address_is_malformed() -> None:
+    """The Xid address is DOMAIN:BB:DD: a PCI function (0000:3b:00.0, as SXid lines write it)
+    makes the line malformed."""
+    cases = {
+        "function_zero": "NVRM: Xid (PCI:0000:3b:00.0): 79, GPU has fallen off the bus.",
+        "function_then_mig_suffix": "NVRM: Xid (PCI:0000:01:00.0 GPU-I:05): 94, Contained",
+        "no_pci_keyword": "NVRM: Xid (0000:3b:00.1): 13, pid=7, name=python3, Ch 08",
+    }
+    wrong = _not_malformed(cases)
+    assert not wrong, ("expected MalformedXidLine (rule 5: the parentheses hold [PCI:]DOMAIN:BB:DD "
+                       "and an optional MIG suffix, nothing else):\n" + "\n".join(wrong))
+
+
+@pytest.mark.category("bad_input")
 def test_the_code_follows_the_parenthesis_a_colon_and_one_space() -> None:
     """The code follows "): " exactly: no space, two spaces or a tab before it is malformed."""
     cases = {

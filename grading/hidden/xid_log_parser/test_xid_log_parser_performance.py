@@ -3,13 +3,16 @@ speed relative to reading the file; no scan over all GPUs."""
 
 from __future__ import annotations
 
+import gc
+import sys
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
 import kata_measure
 import pytest
 from xid_log_parser import summarize
-from xid_log_parser_helpers import kernel_log, memory_growth, stream
+from xid_log_parser_helpers import kernel_log, memory_growth, run_main, stream
 
 
 @pytest.mark.points(3)
@@ -150,3 +153,64 @@ def test_an_nvlink5_run_of_spaces_costs_no_more_than_a_long_word() -> None:
         f"{kata_measure.times(ratio, 4)} the CPU time of the same lines with 1 MB of letters: "
         r"a pattern such as (?:^|\s+)Fatal retries the run of spaces at every position; "
         r"match the word with lookarounds ((?<!\S)Fatal(?!\S)) or split the message")
+
+
+@pytest.mark.points(2)
+@pytest.mark.timeout(60)
+@pytest.mark.category("performance")
+def test_a_long_xid_154_message_without_a_target_costs_no_more_than_one_with_it() -> None:
+    """Xid 154 lines with 1 MB of text and no "to" part cost no more than the same lines ending
+    in "to 0x0 (None)": finding the target action is linear."""
+    head = ("Dec  2 10:43:35 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action "
+            "changed from 0x0 (None) " + "x" * 1_000_000)
+    without = [head + "\n" for _ in range(4)]
+    with_target = [head + " to 0x0 (None)\n" for _ in range(4)]
+    ratio = kata_measure.ratio(lambda: summarize(without), lambda: summarize(with_target), 4)
+    assert ratio < 4, (
+        f"4 Xid 154 lines with 1 MB of text and no 'to' part took {kata_measure.times(ratio, 4)} "
+        "the CPU time of the same lines ending in 'to 0x0 (None)': a pattern such as "
+        r".*\bto\s+0x... retries the whole message from every position when there is no match; "
+        "search for the 'to' part itself (re.search, or finditer for the last one)")
+
+
+def _program_peak(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                  path: Path, on_stdin: bool) -> int:
+    """Peak traced memory of main([path]), or of main(["-"]) with the file as standard input."""
+    with path.open(encoding="utf-8") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            code, _, err = run_main(capsys, "-" if on_stdin else str(path), "--format", "json")
+            grown = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+            monkeypatch.undo()
+    assert code == 0, f"main on {path.name} exited with {code}: {err.strip()}"
+    return grown
+
+
+@pytest.mark.points(2)
+@pytest.mark.timeout(60)
+@pytest.mark.category("performance")
+def test_program_memory_is_flat_in_the_size_of_a_file_or_standard_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program's peak memory does not grow with its input (1 MB vs 8 MB), read from a file
+    or from standard input (-): it streams both."""
+    pool = kernel_log(6_250)
+    sizes = {}
+    for name, n in (("small.log", 10_000), ("large.log", 80_000)):
+        sizes[name] = tmp_path / name
+        with sizes[name].open("w", encoding="utf-8") as f:
+            f.writelines(stream(pool, n))
+    wrong = []
+    for on_stdin, what in ((False, "a file"), (True, "standard input (-)")):
+        small = _program_peak(capsys, monkeypatch, sizes["small.log"], on_stdin)
+        large = _program_peak(capsys, monkeypatch, sizes["large.log"], on_stdin)
+        if large > 1.5 * small + 256 * 1024:
+            wrong.append(f"{what}: peak memory grew from {small / 1e6:.2f} MB to "
+                         f"{large / 1e6:.2f} MB (10k vs 80k lines)")
+    assert not wrong, ("\n".join(wrong) + "\nread the input line by line (a gzip or text "
+                       "wrapper over the binary stream), never whole (read(), BytesIO, a list)")

@@ -76,6 +76,36 @@ def test_program_top_0_lists_no_top_gpus_but_every_actionable(
     assert (code, len(as_json(out)["top_gpus"])) == (0, 10), "the default --top is 10"
 
 
+def test_program_text_report_lists_every_actionable_gpu_whatever_top(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text report lists every actionable GPU, whatever --top is (--top 0 and --top 3 too)."""
+    pcis = [f"0000:{i:02x}:00" for i in range(12)]
+    path = write(tmp_path / "a.log", [xid(pci, 79) for pci in pcis])
+    for top in ("0", "3"):
+        code, out, err = run_main(capsys, path, "--top", top)
+        assert code == 0, f"main([a.log, '--top', {top!r}]): exit status {code}, expected 0 {err}"
+        missing = [pci for pci in pcis if pci not in out]
+        assert not missing, (
+            f"main([a.log, '--top', {top!r}]): the text report leaves out the actionable GPUs "
+            f"{missing} (rule 12: every actionable GPU, whatever --top; --top cuts only the top "
+            f"GPUs):\n{out}")
+
+
+def test_program_reads_a_file_named_twice_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FILE named twice is read twice: the files are one stream in the order given, with no
+    deduplication."""
+    path = write(tmp_path / "a.log", LOG_A)
+    code, out, _ = run_main(capsys, path, path, "--format", "json")
+    obj = as_json(out)
+    got = (code, obj["lines"], obj["events"], obj["malformed"])
+    assert got == (0, 8, 4, 2), (
+        f"main([a.log, a.log]) gave (status, lines, events, malformed) {got}, expected "
+        "(0, 8, 4, 2): a.log (4 lines, 2 events, 1 malformed) counted once per time it is named")
+
+
 @pytest.mark.category("edge_cases")
 def test_program_reads_invalid_utf8_and_crlf_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

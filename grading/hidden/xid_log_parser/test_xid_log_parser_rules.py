@@ -130,6 +130,21 @@ def test_host_is_the_word_before_the_first_kernel_in_the_prefix() -> None:
 
 
 @pytest.mark.category("edge_cases")
+def test_a_kernel_at_the_start_of_the_prefix_names_no_host() -> None:
+    """A prefix that starts with kernel: has no word before it: no host from it, and a later
+    kernel: after a word names that word."""
+    cases = {
+        "kernel_then_dmesg_time": ("kernel: [240314.528856] ", "dflt"),
+        "kernel_then_a_word": ("kernel: node-17 [1.5] ", "dflt"),
+        "kernel_then_host_kernel": ("kernel: node-17 kernel: ", "node-17"),
+    }
+    wrong = mismatches(cases, lambda pre: fields(xid("0000:3b:00", 79, pre=pre), "dflt")[0])
+    assert not wrong, ("host of parse_line(prefix + line, default_host='dflt'); the word before "
+                       "the first kernel: that follows a space (rule 3), never the word after "
+                       "it or the last word of the prefix:\n" + "\n".join(wrong))
+
+
+@pytest.mark.category("edge_cases")
 def test_long_pci_domains_parse() -> None:
     """A PCI domain of more than 4 hex digits (00000000:3b:00) is a valid address."""
     for raw, readings in (("00000000:3B:00", {"00000000:3b:00", "0000:3b:00"}),
@@ -145,6 +160,7 @@ _VARIANTS = {  # text after the code: (pid, process, message); either(...): an o
     "trailing_spaces": ("  ", (None, None, "")),
     "comma_without_space": ("," + _MSG, (None, None, _MSG)),
     "pid_not_a_number": (", pid=abc, Ch 08", (None, None, "pid=abc, Ch 08")),
+    "pid_then_a_comma_without_space": (", pid=12,Ch 08", (12, None, "Ch 08")),
     "message_trailing_spaces": (", pid=12, Ch  08 \t ", (12, None, "Ch  08")),
     "second_xid_in_the_message": (", Ch 01 caused by NVRM: Xid (PCI:0000:5e:00): 79",
                                   (None, None, "Ch 01 caused by NVRM: Xid (PCI:0000:5e:00): 79")),
