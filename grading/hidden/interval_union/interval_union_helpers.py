@@ -208,6 +208,11 @@ def in_order(n: int) -> Busy:
     return {"gpu-0": [(3 * i, 3 * i + 2 + i % 3) for i in range(n)]}
 
 
+def apart_in_order(n: int) -> Busy:
+    """n int intervals on one GPU in order of start, none touching: n spans in the union."""
+    return {"gpu-0": [(3 * i, 3 * i + 2) for i in range(n)]}
+
+
 def growth(run: Callable[[Busy], object], make: Callable[[int], Busy] = spread,
            small: int = SMALL, factor: int = GROWTH, limit: float = LIMIT) -> float:
     """Best CPU time of `run` at `factor` times `small` intervals over best at `small` (see

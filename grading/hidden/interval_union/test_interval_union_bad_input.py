@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from functools import partial
 from typing import Any
@@ -263,3 +263,53 @@ def test_an_item_that_is_not_a_pair_of_numbers_raises() -> None:
     for name in ONE:
         for item in [(1, 2, 3), 5, None, ("0", "1"), (None, 2)]:
             expect((TypeError, ValueError), name, item, alone=True)
+
+
+def test_a_gpu_name_of_any_characters_is_named_as_its_str_or_repr() -> None:
+    """A GPU name holding non-ASCII characters ("gpu-ü", "节点-3/卡0") is named in the message
+    of its bad interval as its str or its repr, not escaped to ASCII."""
+    for gpu in ["gpu-ü", "节点-3/卡0", "nœud-2/gpu-é"]:
+        busy: dict[str, list[Any]] = {"gpu-ok": [(0, 4)], gpu: [(0, 1), (2, 1)]}
+        _raises_naming(partial(coverage, busy, 1), f"coverage({busy}, 1)", gpu)
+        _raises_naming(partial(all_busy, busy), f"all_busy({busy})", gpu)
+
+
+def _calls_coverage_then_yields(bad: tuple[Any, Any]) -> Iterator[Any]:
+    """(0, 1), then a coverage call of another job's GPU "gpu-z", then `bad`."""
+    yield (0, 1)
+    coverage({"gpu-z": [(0, 1)], "gpu-y": [(0.5, 2)]}, 1)
+    yield bad
+
+
+def _nested_coverage(bad: tuple[Any, Any], k: int) -> object:
+    return coverage({"gpu-a": _calls_coverage_then_yields(bad), "gpu-b": [(0, 9)]}, k)
+
+
+def _nested_all_busy(bad: tuple[Any, Any]) -> object:
+    return all_busy({"gpu-b": [(0, 9)], "gpu-a": _calls_coverage_then_yields(bad)})
+
+
+def test_a_bad_interval_read_after_a_nested_call_names_its_own_gpu() -> None:
+    """A bad interval that an input generator yields after calling coverage itself is still
+    named with the GPU it belongs to, not the nested call's GPU (nor none)."""
+    for bad in [(5, 2), (0, INF)]:
+        gen = f"generator yielding (0, 1), calling coverage, then yielding {bad}"
+        for k in (1, 2):
+            _raises_naming(partial(_nested_coverage, bad, k),
+                           f"coverage({{'gpu-a': {gen}, 'gpu-b': [(0, 9)]}}, {k})", "gpu-a")
+        _raises_naming(partial(_nested_all_busy, bad),
+                       f"all_busy({{'gpu-b': [(0, 9)], 'gpu-a': {gen}}})", "gpu-a")
+
+
+def test_a_signalling_decimal_nan_is_refused_like_any_nan() -> None:
+    """A signalling Decimal NaN (Decimal("sNaN")) as a bound raises ValueError, or TypeError for
+    refusing Decimal, in every function: never decimal.InvalidOperation from comparing it."""
+    odd: list[tuple[Any, Any]] = [(Decimal("sNaN"), 1), (0, Decimal("sNaN")),
+                                  (Decimal("sNaN"), Decimal("sNaN")), (Decimal("-sNaN"), 3.75)]
+    for name in _MERGE_FIRST:
+        for bad_interval in odd:
+            try:
+                expect((ValueError, TypeError), name, bad_interval)
+            except ArithmeticError as err:  # decimal.InvalidOperation
+                pytest.fail(f"{name} with the interval {bad_interval!r} raised {err!r}, expected "
+                            "ValueError (a NaN bound) or TypeError (Decimal refused)")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import gc
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from fractions import Fraction
@@ -272,4 +274,86 @@ def test_other_number_types_and_pairs_are_refused_or_used_by_value() -> None:
         assert isinstance(got, int | float) and not isinstance(got, bool), (
             f"busy_time({intervals}) returned {got!r} of type {type(got).__name__}, "
             "expected an int or a float"
+        )
+
+
+def _yields_after_coverage_at_one(intervals: list[Interval]) -> Iterator[Interval]:
+    """`intervals`, after a coverage call at at_least=1 of another job, made inside."""
+    coverage({"x": [(0, 1)]}, 1)
+    yield from intervals
+
+
+def test_a_nested_call_with_another_at_least_leaves_the_outer_one_alone() -> None:
+    """A coverage call made from inside an input generator with its own at_least leaves the
+    outer call's at_least as it was: each call answers only its own arguments."""
+    cases: list[tuple[str, Callable[[], object], object]] = [
+        ("coverage({'a': [(0, 2)], 'b': gen}, 2)",
+         lambda: coverage({"a": [(0, 2)], "b": _yields_after_coverage_at_one([(1, 3)])}, 2),
+         [(1, 2)]),
+        ("coverage({'a': [(0, 2)], 'b': gen, 'c': [(1.5, 9)]}, 3)",
+         lambda: coverage({"a": [(0, 2)], "b": _yields_after_coverage_at_one([(1, 3)]),
+                           "c": [(1.5, 9)]}, 3), [(1.5, 2)]),
+        ("all_busy({'a': [(0, 2)], 'b': gen})",
+         lambda: all_busy({"a": [(0, 2)], "b": _yields_after_coverage_at_one([(1, 3)])}),
+         [(1, 2)]),
+    ]
+    for shown, call, want in cases:
+        got = call()
+        assert got == want, (
+            f"{shown} returned {got!r}, expected {want!r}: gen yields (1, 3) after calling "
+            "coverage({'x': [(0, 1)]}, 1) itself, and that call's at_least is its own"
+        )
+
+
+def test_list_pairs_given_are_left_as_they_were() -> None:
+    """Where list pairs are accepted, the caller's list still holds its own list pairs after
+    the call: no input is modified, not even to turn its pairs into tuples."""
+    calls: dict[str, Callable[[list[Any]], object]] = {
+        "merge": merge, "busy_time": busy_time,
+        "coverage": lambda ivs: coverage({"a": ivs}, 1),
+        "all_busy": lambda ivs: all_busy({"a": ivs}),
+    }
+    for name, call in calls.items():
+        pairs: list[Any] = [[0, 1], [1, 2], [5.5, 7.25], [3, 3]]
+        before = copy.deepcopy(pairs)
+        try:
+            call(pairs)
+        except TypeError:
+            continue  # list pairs refused: the statement leaves that open
+        assert pairs == before and all(type(p) is list for p in pairs), (
+            f"{name} changed the caller's list {before!r} to {pairs!r}: inputs are never "
+            "modified"
+        )
+
+
+class _Bound(float):
+    """A float subclass bound, which a weak reference can follow."""
+
+
+def _called_with_a_bound(call: Callable[[list[Any]], object]) -> weakref.ref[_Bound] | None:
+    """A weak reference to a bound passed to `call` (the result dropped), or None where float
+    subclasses are refused."""
+    bound = _Bound(0.5)
+    try:
+        call([(bound, 2), (3, 4)])
+    except TypeError:
+        return None  # float subclasses refused: the statement leaves that open
+    return weakref.ref(bound)
+
+
+def test_nothing_of_an_input_is_kept_after_the_call() -> None:
+    """Once a call has returned and its result is dropped, nothing of its input is kept (no
+    cache of past inputs): memory does not grow with every new input."""
+    calls: dict[str, Callable[[list[Any]], object]] = {
+        "merge": merge, "busy_time": busy_time,
+        "coverage": lambda ivs: coverage({"a": ivs, "b": [(0, 9)]}, 2),
+        "all_busy": lambda ivs: all_busy({"a": ivs}),
+    }
+    for name, call in calls.items():
+        ref = _called_with_a_bound(call)
+        gc.collect()
+        assert ref is None or ref() is None, (
+            f"{name}([(bound, 2), (3, 4)]) kept the bound alive after it returned and its result "
+            "was dropped: nothing is kept between calls (a cache of every input seen grows "
+            "without end)"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from interval_union import coverage, merge
+from interval_union import busy_time, coverage, merge
 from interval_union_helpers import (
     GROWTH,
     LIMIT,
@@ -12,6 +12,7 @@ from interval_union_helpers import (
     ORDERED_LIMIT,
     ORDERED_SMALL,
     SMALL,
+    apart_in_order,
     everything,
     gang,
     growth,
@@ -78,4 +79,17 @@ def test_merge_time_grows_like_n_log_n_on_ordered_input() -> None:
         f"{times(ratio, ORDERED_LIMIT)} the time of {ORDERED_SMALL}: expected about "
         f"{ORDERED_GROWTH}x; that is quadratic growth (a step that costs O(n) per interval, "
         "such as list.pop(0) or inserting at the front)"
+    )
+
+
+def test_busy_time_grows_like_n_log_n_on_ordered_input() -> None:
+    """busy_time of a trace already in order, every interval apart: 32x the intervals takes
+    about 32x the time, not 1,000x."""
+    ratio = growth(lambda busy: busy_time(busy["gpu-0"]), apart_in_order, ORDERED_SMALL,
+                   ORDERED_GROWTH, ORDERED_LIMIT)
+    assert ratio < ORDERED_LIMIT, (
+        f"busy_time of {ORDERED_SMALL * ORDERED_GROWTH} intervals in order, none touching, took "
+        f"{times(ratio, ORDERED_LIMIT)} the time of {ORDERED_SMALL}: expected about "
+        f"{ORDERED_GROWTH}x; that is quadratic growth (a step that costs O(n) per span, such as "
+        "list.pop(0) over the merged spans)"
     )
