@@ -136,3 +136,19 @@ def test_scan_checks_world_size(tmp_path: Path) -> None:
             scan(tmp_path, world_size=world)
     with pytest.raises(ValueError):
         find_hang([], 0)
+
+
+@pytest.mark.category("bad_input")
+def test_a_float_or_boolean_pg_id_is_refused_even_when_pg_config_spells_it(
+        tmp_path: Path) -> None:
+    """An entry's pg_id is a JSON integer: 1.0 or true is refused (DumpError naming the file)
+    even when pg_config has a group keyed "1.0" or "True" that its text would match."""
+    path = tmp_path / "nccl_trace_rank_1.json"
+    for key, wrong in (("1.0", 1.0), ("True", True)):
+        doc = document({key: ("tp", [0, 1])}, {key: (1, -1, 0)},
+                       [entry(0, 1, 1, state="scheduled", desc="tp")])
+        doc["entries"][0]["pg_id"] = wrong
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        assert refusal(path) == "DumpError naming the file", (
+            f"an entry whose pg_id is {json.dumps(wrong)}, pg_config keyed {key!r}: "
+            f"{refusal(path)} (JSON types are exact: pg_id takes only a JSON integer)")

@@ -204,3 +204,25 @@ def test_the_command_line_prints_a_desc_that_utf8_cannot_encode(
         assert code == 1 and "tp" in text, (
             f"main({argv}), a stuck group whose desc is 'tp\\ud800': exit {code}, printed "
             f"{text!r}; expected exit 1 and the report naming it")
+
+
+def test_the_command_line_escapes_a_desc_an_ascii_stdout_cannot_show(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group desc "café" still gets its paragraph on a strict ASCII stdout (LANG=C, say): main
+    escapes what stdout cannot show, in both formats, never a traceback."""
+    _two_stuck_groups(tmp_path, desc="caf\u00e9")
+    for options in ([], ["--format", "json"]):
+        out = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="ascii",
+                                                            errors="strict"))
+        argv = [str(tmp_path), *options]
+        try:
+            code = main(argv)
+            sys.stdout.flush()
+        except UnicodeEncodeError as err:
+            pytest.fail(f"main({argv}) raised UnicodeEncodeError printing a group whose desc is "
+                        f"'caf\\u00e9' to an ASCII stdout: {err}")
+        text = out.getvalue().decode("ascii", errors="backslashreplace")
+        assert code == 1 and "caf" in text, (
+            f"main({argv}), a stuck group whose desc is 'caf\\u00e9', ASCII stdout: exit {code}, "
+            f"printed {text!r}; expected exit 1 and the report naming it")

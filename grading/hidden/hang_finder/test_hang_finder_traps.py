@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hang_finder import Entry, GroupInfo, GroupStatus, RankDump, find_hang
 from hang_finder_helpers import Doc, document, entry, job, report_of, summary, two_rank
 
 
@@ -154,3 +155,39 @@ def test_a_member_that_left_a_dump_without_the_group_is_not_in_its_no_dump() -> 
         f"rank 0 waits in seq 2 of group 0 [0, 1]; rank 1 left a dump listing only its group 5: "
         f"findings' (group, no_dump) {got}, Report.no_dump {report.no_dump}; expected "
         f"[('0', ())] and ()")
+
+
+def _shared_dumps(order: list[int]) -> list[RankDump]:
+    """Four dumps built in Python that share one GroupInfo per group, and one members tuple
+    between groups "0" and "1": group 0 waits at seq 12 for rank 3; in group 1 every rank sits
+    in seq 3 and rank 1 has other sizes."""
+    members = (0, 1, 2, 3)
+    groups = {"0": GroupInfo("0", "default_pg", members), "1": GroupInfo("1", "tp", members)}
+    dumps = {}
+    for r in range(4):
+        rows = [Entry(20 + r, "1", 3, 0, "nccl:all_gather", [[8, 8] if r == 1 else [4, 4]],
+                      ["Float"], [[8, 8] if r == 1 else [4, 4]], ["Float"], "scheduled", False)]
+        if r != 3:
+            rows.insert(0, Entry(10 + r, "0", 12, 0, "nccl:all_reduce", [[3, 4]], ["Float"],
+                                 [[3, 4]], ["Float"], "scheduled", False))
+        status = {"0": GroupStatus(11 if r == 3 else 12, -1, 11), "1": GroupStatus(3, -1, 2)}
+        dumps[r] = RankDump(r, "2.9", groups, status, tuple(rows))
+    return [dumps[r] for r in order]
+
+
+@pytest.mark.points(2)
+def test_dumps_built_in_python_that_share_one_group_info_are_read_like_any_others() -> None:
+    """Dumps a caller builds in Python may share one GroupInfo (and one members tuple between
+    two ids): each group is still its id and its members, and each rank counts once in it."""
+    want = [("0", (0, 1, 2, 3), 12, "missing_rank", (3,), (), ()),
+            ("1", (0, 1, 2, 3), 3, "mismatch", (), (1,), ())]
+    for order in ([0, 1, 2, 3], [3, 2, 1, 0]):
+        try:
+            got = summary(find_hang(iter(_shared_dumps(order)), 4))
+        except Exception as err:  # any exception is the failure reported
+            pytest.fail(f"find_hang over 4 hand-built dumps sharing one GroupInfo per group "
+                        f"(ranks {order}) raised {type(err).__name__}: {err}")
+        assert got == want, (
+            f"4 hand-built dumps (ranks {order}) sharing groups 0 and 1 of members (0, 1, 2, "
+            f"3): findings {got}, expected {want} (group 0 stuck at 12 without rank 3; group 1 "
+            f"all in 3, rank 1 with other sizes)")
